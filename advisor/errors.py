@@ -1,0 +1,49 @@
+"""Errors the user sees as one line.
+
+Every failure caused by the user's input (a file, a field, an endpoint) is raised as an
+:class:`AdvisorError` subclass. The CLI prints ``str(error)`` on one line and exits with the
+error's ``exit_code``; it never shows a traceback for these. Anything else is a bug.
+"""
+
+from __future__ import annotations
+
+
+class AdvisorError(Exception):
+    """Base class: a problem with what the user gave us, explained in one line."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, *, source: str | None = None, field: str | None = None) -> None:
+        self.message = message
+        self.source = source
+        self.field = field
+        super().__init__(self.one_line())
+
+    def one_line(self) -> str:
+        where = self.source or ""
+        if self.field:
+            where = f"{where}: field '{self.field}'" if where else f"field '{self.field}'"
+        text = f"{where}: {self.message}" if where else self.message
+        return " ".join(text.split())
+
+
+class InputFileError(AdvisorError):
+    """A file could not be read or does not hold what it should (exit code 2)."""
+
+    exit_code = 2
+
+
+class UnknownFormatError(InputFileError):
+    """No loader recognised the file; the message lists what was tried."""
+
+
+class EndpointError(AdvisorError):
+    """An HTTP endpoint timed out, refused, failed or answered with something unusable (exit code 3)."""
+
+    exit_code = 3
+
+
+class UsageError(AdvisorError):
+    """The command line itself is inconsistent (exit code 64, as in sysexits' EX_USAGE)."""
+
+    exit_code = 64

@@ -1,0 +1,30 @@
+"""Typed data shared across the advisor: what was measured, what was deployed, what was asked.
+
+These types are defined once here and reused by the probe, the performance model, the diagnosis
+and the chat; no module re-parses another's input.
+"""
+
+from .bench import BenchmarkRun, ConsistencyCheck, Distribution
+from .case import CaseFile, LatencyFigures, Observation, Workload
+from .deployment import Deployment, EngineArgs
+from .metrics import MetricFamily, MetricSample, MetricsSnapshot, MetricsWindow, SeriesWindow
+from .serverlog import ServerLogInfo, ServerStatsLine
+
+__all__ = [
+    "BenchmarkRun",
+    "CaseFile",
+    "ConsistencyCheck",
+    "Deployment",
+    "Distribution",
+    "EngineArgs",
+    "LatencyFigures",
+    "MetricFamily",
+    "MetricSample",
+    "MetricsSnapshot",
+    "MetricsWindow",
+    "Observation",
+    "SeriesWindow",
+    "ServerLogInfo",
+    "ServerStatsLine",
+    "Workload",
+]

@@ -1,0 +1,77 @@
+"""Case files: a deployment, a workload, what was measured, and a question.
+
+The layout is the project's contract, ``shared/cases/FORMAT.md``: every field optional, unknown
+values left out or ``null``. Loading and saving live in :mod:`vllm_advisor.probe.casefile`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from .deployment import Deployment
+
+
+class LatencyFigures(BaseModel):
+    """mean / p50 / p99 of one latency in milliseconds, as a user reported them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    mean: float | None = None
+    p50: float | None = None
+    p99: float | None = None
+
+    def is_empty(self) -> bool:
+        return self.mean is None and self.p50 is None and self.p99 is None
+
+
+class Workload(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    input_len: int | None = Field(None, description="tokens, typical prompt length")
+    output_len: int | None = Field(None, description="tokens, typical completion length")
+    shared_prefix_len: int | None = Field(None, description="tokens common to all prompts")
+    concurrency: int | None = Field(None, description="closed-loop client concurrency")
+    request_rate: float | None = Field(None, description="open-loop requests per second")
+    dataset: str | None = None
+
+
+class Observation(BaseModel):
+    """One hand-measured load point; any subset of the keys."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    concurrency: int | None = None
+    request_rate: float | None = None
+    output_tok_s_per_request: float | None = Field(None, description="per-request generation speed, as the user computed it")
+    output_tok_s_total: float | None = Field(None, description="whole-server output throughput")
+    ttft_ms: LatencyFigures | None = None
+    tpot_ms: LatencyFigures | None = None
+    itl_ms: LatencyFigures | None = None
+    e2e_ms: LatencyFigures | None = None
+    gpu_util_pct: float | None = None
+    kv_cache_usage_pct: float | None = None
+    num_requests_running: float | None = None
+    num_requests_waiting: float | None = None
+    preemptions: float | None = None
+    prefix_cache_hit_rate: float | None = None
+    notes: str | None = None
+
+
+class CaseFile(BaseModel):
+    """A whole case. ``source`` is where it was loaded from (not written back)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str | None = None
+    deployment: Deployment = Field(default_factory=Deployment)
+    workload: Workload = Field(default_factory=Workload)
+    observations: list[Observation] = Field(default_factory=list)
+    attachments: list[str] = Field(default_factory=list, description="paths relative to the case file")
+
+    source: str | None = Field(None, exclude=True)
+
+    def to_yaml_dict(self) -> dict[str, Any]:
+        """The FORMAT.md layout, with unknown (None/empty) values left out."""
+        return self.model_dump(mode="json", exclude_none=True, exclude={"source"})
