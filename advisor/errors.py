@@ -1,7 +1,10 @@
 """Errors the user sees as one line.
 
 Every failure caused by the user's input (a file, a field, an endpoint) is raised as an
-:class:`AdvisorError` subclass. The CLI prints ``str(error)`` on one line and exits with the
+:class:`AdvisorError` subclass.
+
+Exit codes (documented in the README): 0 success, 1 other advisor error, 2 usage error,
+3 bad input file, 4 endpoint failure, 70 internal error (a bug), 130 interrupted. The CLI prints ``str(error)`` on one line and exits with the
 error's ``exit_code``; it never shows a traceback for these. Anything else is a bug.
 """
 
@@ -28,9 +31,9 @@ class AdvisorError(Exception):
 
 
 class InputFileError(AdvisorError):
-    """A file could not be read or does not hold what it should (exit code 2)."""
+    """A file could not be read or does not hold what it should (exit code 3)."""
 
-    exit_code = 2
+    exit_code = 3
 
 
 class UnknownFormatError(InputFileError):
@@ -38,12 +41,12 @@ class UnknownFormatError(InputFileError):
 
 
 class EndpointError(AdvisorError):
-    """An HTTP endpoint timed out, refused, failed or answered with something unusable (exit code 3)."""
+    """An HTTP endpoint timed out, refused, failed or answered with something unusable (exit code 4)."""
 
-    exit_code = 3
+    exit_code = 4
 
 
 class UsageError(AdvisorError):
-    """The command line itself is inconsistent (exit code 64, as in sysexits' EX_USAGE)."""
+    """The command line itself is inconsistent (exit code 2, the same as click's usage errors)."""
 
-    exit_code = 64
+    exit_code = 2

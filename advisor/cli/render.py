@@ -1,0 +1,212 @@
+"""Rich renderings of the probe's typed data for people. JSON output never passes through here."""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Iterable
+
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from ..schema import BenchmarkRun, Distribution, ServerLogInfo
+
+
+def fmt(value: float | int | None, digits: int = 1) -> str:
+    """A number for a table cell; '—' when the source does not have it."""
+    if value is None:
+        return "—"
+    if isinstance(value, float) and math.isinf(value):
+        return "inf"
+    if isinstance(value, int) or float(value).is_integer() and abs(value) >= 100:
+        return f"{int(value):,}"
+    return f"{value:,.{digits}f}"
+
+
+def _dist_cell(d: Distribution | None, stat: str) -> str:
+    if d is None:
+        return "—"
+    if stat == "mean":
+        return fmt(d.mean)
+    return fmt(d.pct(float(stat[1:])))
+
+
+def bench_table(runs: list[BenchmarkRun]) -> Table:
+    """One row per load point, the figures people compare first."""
+    table = Table(title="Benchmark load points", title_justify="left", show_lines=False)
+    table.add_column("#", justify="right", style="dim")
+    table.add_column("load")
+    table.add_column("ok/fail", justify="right")
+    table.add_column("out tok/s", justify="right")
+    table.add_column("req/s", justify="right")
+    table.add_column("TTFT p50/p99 ms", justify="right")
+    table.add_column("TPOT p50/p99 ms", justify="right")
+    table.add_column("ITL p50/p99 ms", justify="right")
+    table.add_column("tok/s per req\ndecode / e2e", justify="right")
+    table.add_column("in-flight", justify="right")
+    for i, r in enumerate(runs):
+        dec = r.request_decode_tok_s.mean if r.request_decode_tok_s else None
+        out = r.request_output_tok_s.mean if r.request_output_tok_s else None
+        table.add_row(
+            str(i),
+            r.load_label,
+            f"{fmt(r.completed)}/{fmt(r.failed)}",
+            fmt(r.output_throughput_tok_s),
+            fmt(r.request_throughput_req_s, 2),
+            f"{_dist_cell(r.ttft_ms, 'p50')} / {_dist_cell(r.ttft_ms, 'p99')}",
+            f"{_dist_cell(r.tpot_ms, 'p50')} / {_dist_cell(r.tpot_ms, 'p99')}",
+            f"{_dist_cell(r.itl_ms, 'p50')} / {_dist_cell(r.itl_ms, 'p99')}",
+            f"{fmt(dec)} / {fmt(out)}",
+            fmt(r.achieved_concurrency),
+        )
+    return table
+
+
+def run_detail(run: BenchmarkRun) -> Table:
+    """Every distribution of one load point, with the file's own summary checks."""
+    title = f"{run.source} [{run.format}] #{run.index} — {run.load_label}"
+    table = Table(title=title, title_justify="left")
+    table.add_column("figure")
+    table.add_column("unit", style="dim")
+    for col in ("n", "mean", "p50", "p90", "p99", "max"):
+        table.add_column(col, justify="right")
+    rows: list[tuple[str, Distribution | None]] = [
+        ("TTFT", run.ttft_ms),
+        ("TPOT (excl. 1st token)", run.tpot_ms),
+        ("ITL (pooled gaps)", run.itl_ms),
+        ("end-to-end latency", run.e2e_ms),
+        ("decode speed per request", run.request_decode_tok_s),
+        ("output speed per request", run.request_output_tok_s),
+        ("client queue time", run.client_queue_ms),
+        ("input length", run.input_len),
+        ("output length", run.output_len),
+    ]
+    for name, d in rows:
+        if d is None:
+            continue
+        table.add_row(
+            name, d.unit, fmt(d.count), fmt(d.mean), fmt(d.pct(50)), fmt(d.pct(90)), fmt(d.pct(99)), fmt(d.max)
+        )
+    return table
+
+
+def bench_notes(runs: list[BenchmarkRun]) -> Iterable[Any]:
+    for i, r in enumerate(runs):
+        bad = r.failed_checks()
+        if r.checks:
+            ok = len(r.checks) - len(bad)
+            style = "green" if not bad else "yellow"
+            yield Text(f"#{i}: {ok}/{len(r.checks)} of the file's summary figures reproduced from per-request data", style=style)
+        for c in bad:
+            yield Text(
+                f"#{i}: {c.field}: file says {c.stated:.4g}, per-request data gives {c.computed:.4g} "
+                f"({c.rel_diff:.1%} apart)",
+                style="yellow",
+            )
+        for note in r.notes:
+            yield Text(f"#{i}: {note}", style="dim")
+
+
+def render_runs(runs: list[BenchmarkRun], detail: bool = False) -> Group:
+    parts: list[Any] = [bench_table(runs)]
+    if detail:
+        parts.extend(run_detail(r) for r in runs)
+    parts.extend(bench_notes(runs))
+    return Group(*parts)
+
+
+def kv_table(title: str, items: Iterable[tuple[str, Any]]) -> Table:
+    table = Table(title=title, title_justify="left", show_header=False)
+    table.add_column("key", style="bold")
+    table.add_column("value")
+    for key, value in items:
+        if value is None or value == {} or value == []:
+            continue
+        table.add_row(key, fmt(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value))
+    return table
+
+
+def render_server_log(info: ServerLogInfo) -> Group:
+    facts = kv_table(
+        f"Server log: {info.source}",
+        [
+            ("vLLM version", info.vllm_version),
+            ("model", info.model),
+            ("device", info.device),
+            ("tensor / pipeline / data parallel", " / ".join(fmt(x) for x in (info.tensor_parallel_size, info.pipeline_parallel_size, info.data_parallel_size))),
+            ("max_model_len", info.max_model_len),
+            ("dtype / quantization / KV dtype", f"{info.dtype} / {info.quantization} / {info.kv_cache_dtype}"),
+            ("block size", info.block_size),
+            ("KV cache size (tokens)", info.kv_cache_tokens),
+            ("KV cache memory (GiB)", info.kv_cache_memory_gib),
+            (
+                "maximum concurrency",
+                f"{info.max_concurrency:.2f}x for {info.max_concurrency_tokens_per_request:,} tokens per request"
+                if info.max_concurrency is not None and info.max_concurrency_tokens_per_request
+                else None,
+            ),
+            ("attention backend", info.attention_backend),
+            ("enforce eager", info.enforce_eager),
+            ("CUDA graph sizes", _short_list(info.cudagraph_capture_sizes)),
+            ("chunked prefill", info.chunked_prefill),
+            ("prefix caching", info.prefix_caching),
+            ("max_num_batched_tokens", info.max_num_batched_tokens),
+            ("max_num_seqs", info.max_num_seqs),
+            ("preemption warnings", info.preemption_warnings),
+            ("periodic stats lines", len(info.stats)),
+        ],
+    )
+    parts: list[Any] = [facts]
+    if info.non_default_args:
+        parts.append(kv_table("non-default args", sorted(info.non_default_args.items())))
+    if info.stats:
+        parts.append(_stats_summary(info))
+    parts.extend(Text(n, style="dim") for n in info.notes)
+    return Group(*parts)
+
+
+def _short_list(values: list[int] | None, n: int = 8) -> str | None:
+    if not values:
+        return None
+    shown = ", ".join(str(v) for v in values[:n])
+    return shown + (f", … ({len(values)} sizes)" if len(values) > n else "")
+
+
+def _stats_summary(info: ServerLogInfo) -> Table:
+    """Min / mean / max of the periodic stats lines (server's own view of the load)."""
+    table = Table(title="Periodic engine stats in the log", title_justify="left")
+    for col in ("figure", "min", "mean", "max"):
+        table.add_column(col, justify="right" if col != "figure" else "left")
+    fields = [
+        ("prompt tok/s", "prompt_tok_s"),
+        ("generation tok/s", "generation_tok_s"),
+        ("running reqs", "running"),
+        ("waiting reqs", "waiting"),
+        ("KV cache usage %", "kv_cache_usage_pct"),
+        ("prefix cache hit %", "prefix_cache_hit_rate_pct"),
+    ]
+    for label, attr in fields:
+        vals = [getattr(s, attr) for s in info.stats if getattr(s, attr) is not None]
+        if vals:
+            table.add_row(label, fmt(float(min(vals))), fmt(sum(vals) / len(vals)), fmt(float(max(vals))))
+    return table
+
+
+def render_deployment(deployment: Any, args: Any) -> Group:
+    """A parsed serve command: the deployment facts and every engine argument that was set."""
+    facts = kv_table(
+        "Deployment",
+        [
+            ("engine", deployment.engine),
+            ("model", deployment.model),
+            ("GPUs", deployment.num_gpus),
+            ("quantization", deployment.quantization),
+        ],
+    )
+    set_args = {k: v for k, v in args.model_dump(exclude={"extra", "env"}).items() if v is not None}
+    parts: list[Any] = [facts, kv_table("Engine arguments set on the command line", sorted(set_args.items()))]
+    if args.extra:
+        parts.append(kv_table("Other flags (passed through, not interpreted)", sorted(args.extra.items())))
+    if args.env:
+        parts.append(kv_table("Environment", sorted(args.env.items())))
+    return Group(*parts)
