@@ -1,0 +1,400 @@
+"""A discrete-event simulation of vLLM V1's scheduler, step by step.
+
+Why simulate instead of using a closed formula: what users measure under long prompts is decided by
+the interaction of three limits that a formula cannot hold at once: the KV cache (how many requests
+fit), the token budget per engine step (how a 63K-token prefill is cut into chunks that share steps
+with the running decodes), and the client (a closed loop of N users, or an open Poisson stream).
+The simulation follows the scheduler of vLLM V1 (vllm/v1/core/sched/scheduler.py, ``schedule()``):
+
+1. Running requests first, in admission order. Each asks for the tokens it still lacks: 1 for a
+   decode, the rest of its prompt for a partial prefill, capped by ``long_prefill_token_threshold``
+   (when > 0) and by the remaining token budget (``max_num_batched_tokens``).
+2. KV blocks are allocated for those tokens. When the pool is exhausted the scheduler preempts the
+   most recently admitted running request (FCFS policy): it frees all its blocks and goes back to the
+   head of the waiting queue, to be recomputed from scratch (V1 preempts by recompute only).
+3. If nothing was preempted, waiting requests are admitted in arrival order while the budget lasts,
+   ``len(running) < max_num_seqs``, and blocks are free; prefix-cache hits skip computation of the
+   cached blocks. Without chunked prefill a prompt that does not fit the remaining budget waits.
+4. The step runs for ``step_cost(batch)`` seconds. A request whose prompt is fully computed samples
+   one token at the end of the step (its first token at the end of its last prefill chunk).
+
+Simplifications, each a named choice: one engine (data parallel replicas are simulated as separate
+engines by the caller); no speculative decoding; no async-scheduling overlap (the step-time model's
+fixed overhead stands for the CPU work); cached prefix blocks stay resident (no eviction model).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from dataclasses import dataclass, field
+from typing import Callable, Protocol
+
+import numpy as np
+
+
+@dataclass(frozen=True)
+class StepBatch:
+    """What one engine step computes: decodes (one token each) and prefill chunks.
+
+    ``decode_context_sum`` is the sum over decoding requests of their context length (tokens whose
+    KV the attention reads); ``prefill_chunks`` holds (chunk_tokens, tokens_already_computed) pairs.
+    """
+
+    num_decodes: int
+    decode_context_sum: int
+    prefill_chunks: tuple[tuple[int, int], ...]
+
+    @property
+    def prefill_tokens(self) -> int:
+        return sum(c for c, _ in self.prefill_chunks)
+
+    @property
+    def total_tokens(self) -> int:
+        return self.num_decodes + self.prefill_tokens
+
+
+class StepCost(Protocol):
+    def __call__(self, batch: StepBatch) -> float:  # seconds
+        ...
+
+
+@dataclass(frozen=True)
+class SchedulerLimits:
+    """The scheduler's knobs, already resolved to numbers (see perf.defaults)."""
+
+    num_gpu_blocks: int
+    block_size: int
+    max_num_seqs: int
+    max_num_batched_tokens: int
+    max_model_len: int
+    enable_chunked_prefill: bool = True
+    enable_prefix_caching: bool = True
+    long_prefill_token_threshold: int = 0
+    max_num_partial_prefills: int | None = None  # None = no cap beyond the token budget (V1)
+
+
+@dataclass(frozen=True)
+class Workload:
+    """Requests to send: fixed lengths, a closed loop of clients or an open Poisson stream."""
+
+    input_len: int
+    output_len: int
+    num_prompts: int
+    concurrency: int | None = None  # closed loop: this many clients, each sends the next on completion
+    request_rate: float | None = None  # open loop: Poisson arrivals (inf = all at t=0)
+    shared_prefix_len: int = 0  # tokens common to all prompts (prefix-cache hits after the first)
+    seed: int = 0
+
+
+@dataclass
+class SimRequest:
+    rid: int
+    prompt_len: int
+    output_len: int
+    arrival: float
+    num_computed: int = 0
+    num_generated: int = 0
+    blocks: int = 0
+    shared_blocks: int = 0
+    first_scheduled: float | None = None
+    token_times: list[float] = field(default_factory=list)
+    preemptions: int = 0
+    finish: float | None = None
+    rejected: str | None = None
+
+    @property
+    def num_tokens(self) -> int:
+        return self.prompt_len + self.num_generated
+
+
+@dataclass
+class StepRecord:
+    start: float
+    duration: float
+    num_decodes: int
+    prefill_tokens: int
+    running: int
+    waiting: int
+    kv_blocks_used: int
+
+
+@dataclass
+class SimResult:
+    requests: list[SimRequest]
+    steps: list[StepRecord]
+    limits: SchedulerLimits
+    workload: Workload
+    duration: float
+    total_preemptions: int
+
+    def finished(self) -> list[SimRequest]:
+        return [r for r in self.requests if r.finish is not None and r.rejected is None]
+
+
+class Simulator:
+    """Runs one load point. Use :func:`simulate` unless you need the object."""
+
+    def __init__(self, limits: SchedulerLimits, step_cost: StepCost, workload: Workload, max_steps: int = 2_000_000):
+        self.limits = limits
+        self.step_cost = step_cost
+        self.workload = workload
+        self.max_steps = max_steps
+        self.free_blocks = limits.num_gpu_blocks
+        self.waiting: deque[SimRequest] = deque()
+        self.running: list[SimRequest] = []
+        self.requests: list[SimRequest] = []
+        self.steps: list[StepRecord] = []
+        self.now = 0.0
+        self.preemptions = 0
+        # Shared-prefix cache: blocks of the common prefix, computed once and then shared.
+        self.prefix_blocks_cached = 0
+        self.prefix_holders = 0
+        self._arrivals = self._arrival_times()
+        self._next_arrival = 0
+        self._sent = 0
+
+    # -- workload -----------------------------------------------------------------------------
+
+    def _arrival_times(self) -> list[float] | None:
+        w = self.workload
+        if w.concurrency is not None:
+            return None  # closed loop: arrivals are generated by completions
+        rate = w.request_rate if w.request_rate is not None else math.inf
+        if math.isinf(rate):
+            return [0.0] * w.num_prompts
+        rng = np.random.default_rng(w.seed)
+        return list(np.cumsum(rng.exponential(1.0 / rate, size=w.num_prompts)))
+
+    def _new_request(self, arrival: float) -> SimRequest:
+        r = SimRequest(rid=self._sent, prompt_len=self.workload.input_len, output_len=self.workload.output_len, arrival=arrival)
+        self._sent += 1
+        self.requests.append(r)
+        return r
+
+    def _admit_arrivals(self) -> None:
+        if self._arrivals is None:
+            return
+        while self._next_arrival < len(self._arrivals) and self._arrivals[self._next_arrival] <= self.now + 1e-12:
+            self.waiting.append(self._new_request(self._arrivals[self._next_arrival]))
+            self._next_arrival += 1
+
+    def _start_closed_loop(self) -> None:
+        w = self.workload
+        for _ in range(min(w.concurrency or 0, w.num_prompts)):
+            self.waiting.append(self._new_request(0.0))
+
+    def _on_finish(self, r: SimRequest) -> None:
+        if self._arrivals is None and self._sent < self.workload.num_prompts:
+            self.waiting.append(self._new_request(self.now))
+
+    # -- KV blocks ----------------------------------------------------------------------------
+
+    def _blocks_for(self, tokens: int) -> int:
+        return -(-tokens // self.limits.block_size)
+
+    def _try_allocate(self, r: SimRequest, new_tokens: int) -> bool:
+        need = self._blocks_for(r.num_computed + new_tokens) - r.shared_blocks - r.blocks
+        if need <= 0:
+            return True
+        if need > self.free_blocks:
+            return False
+        self.free_blocks -= need
+        r.blocks += need
+        return True
+
+    def _release(self, r: SimRequest) -> None:
+        self.free_blocks += r.blocks
+        r.blocks = 0
+        if r.shared_blocks:
+            r.shared_blocks = 0
+            self.prefix_holders -= 1
+
+    def _prefix_hit(self, r: SimRequest) -> int:
+        """Tokens served from the prefix cache when ``r`` is admitted (whole blocks only)."""
+        if not self.limits.enable_prefix_caching or self.prefix_blocks_cached == 0:
+            return 0
+        usable = min(self.prefix_blocks_cached * self.limits.block_size, r.num_tokens - 1)
+        return (usable // self.limits.block_size) * self.limits.block_size
+
+    def _maybe_cache_prefix(self, r: SimRequest) -> None:
+        """The first request to compute the shared prefix leaves its blocks in the cache."""
+        p = self.workload.shared_prefix_len
+        if not self.limits.enable_prefix_caching or p < self.limits.block_size or self.prefix_blocks_cached:
+            return
+        if r.num_computed >= p and r.blocks:
+            cached = min(p // self.limits.block_size, r.blocks)
+            # Those blocks now belong to the cache; the request keeps using them as shared blocks.
+            r.blocks -= cached
+            r.shared_blocks = cached
+            self.prefix_blocks_cached = cached
+            self.prefix_holders += 1
+
+    # -- one step -----------------------------------------------------------------------------
+
+    def _preempt_last(self) -> SimRequest:
+        victim = self.running.pop()
+        self._release(victim)
+        victim.num_computed = 0
+        victim.preemptions += 1
+        self.preemptions += 1
+        self.waiting.appendleft(victim)
+        return victim
+
+    def _schedule(self) -> list[tuple[SimRequest, int]]:
+        lim = self.limits
+        budget = lim.max_num_batched_tokens
+        scheduled: list[tuple[SimRequest, int]] = []
+        preempted = False
+        i = 0
+        while i < len(self.running) and budget > 0:
+            r = self.running[i]
+            n = r.num_tokens - r.num_computed
+            if lim.long_prefill_token_threshold > 0:
+                n = min(n, lim.long_prefill_token_threshold)
+            n = min(n, budget)
+            if n <= 0:
+                i += 1
+                continue
+            while not self._try_allocate(r, n):
+                victim = self._preempt_last()
+                preempted = True
+                if victim is r:
+                    break
+            else:
+                scheduled.append((r, n))
+                budget -= n
+                i += 1
+                continue
+            break  # r itself was preempted
+        if preempted:
+            return scheduled
+        partial_cap = lim.max_num_partial_prefills
+        partial = sum(1 for r, n in scheduled if r.num_computed + n < r.num_tokens)
+        while self.waiting and budget > 0 and len(self.running) < lim.max_num_seqs:
+            r = self.waiting[0]
+            if r.num_tokens > lim.max_model_len:
+                self.waiting.popleft()
+                r.rejected = f"prompt of {r.num_tokens} tokens exceeds max_model_len {lim.max_model_len}"
+                r.finish = self.now
+                self._on_finish(r)
+                continue
+            hit = self._prefix_hit(r) if r.num_computed == 0 else 0
+            if hit:
+                r.shared_blocks = hit // lim.block_size
+                self.prefix_holders += 1
+                r.num_computed = hit
+            n = r.num_tokens - r.num_computed
+            if lim.long_prefill_token_threshold > 0:
+                n = min(n, lim.long_prefill_token_threshold)
+            if not lim.enable_chunked_prefill and n > budget:
+                self._undo_hit(r, hit)
+                break
+            n = min(n, budget)
+            will_be_partial = r.num_computed + n < r.num_tokens
+            if will_be_partial and partial_cap is not None and partial >= partial_cap:
+                self._undo_hit(r, hit)
+                break
+            if not self._try_allocate(r, n):
+                self._undo_hit(r, hit)
+                if not self.running and self._blocks_for(r.num_tokens) > lim.num_gpu_blocks:
+                    self.waiting.popleft()
+                    r.rejected = "needs more KV blocks than the whole cache holds"
+                    r.finish = self.now
+                    self._on_finish(r)
+                    continue
+                break
+            self.waiting.popleft()
+            self.running.append(r)
+            if r.first_scheduled is None:
+                r.first_scheduled = self.now
+            scheduled.append((r, n))
+            budget -= n
+            partial += int(will_be_partial)
+        return scheduled
+
+    def _undo_hit(self, r: SimRequest, hit: int) -> None:
+        if hit:
+            r.num_computed = 0
+            r.shared_blocks = 0
+            self.prefix_holders -= 1
+
+    def _run_step(self, scheduled: list[tuple[SimRequest, int]]) -> None:
+        num_decodes = 0
+        ctx_sum = 0
+        chunks: list[tuple[int, int]] = []
+        for r, n in scheduled:
+            if n == 1 and r.num_computed == r.num_tokens - 1 and r.num_generated > 0:
+                num_decodes += 1
+                ctx_sum += r.num_computed + 1
+            else:
+                chunks.append((n, r.num_computed))
+        batch = StepBatch(num_decodes, ctx_sum, tuple(chunks))
+        duration = float(self.step_cost(batch))
+        self.steps.append(
+            StepRecord(
+                start=self.now,
+                duration=duration,
+                num_decodes=num_decodes,
+                prefill_tokens=batch.prefill_tokens,
+                running=len(self.running),
+                waiting=len(self.waiting),
+                kv_blocks_used=self.limits.num_gpu_blocks - self.free_blocks,
+            )
+        )
+        self.now += duration
+        finished: list[SimRequest] = []
+        for r, n in scheduled:
+            r.num_computed += n
+            self._maybe_cache_prefix(r)
+            if r.num_computed >= r.num_tokens:  # caught up: this step samples a token
+                r.num_generated += 1
+                r.token_times.append(self.now)
+                if r.num_generated >= r.output_len:
+                    finished.append(r)
+        for r in finished:
+            r.finish = self.now
+            self.running.remove(r)
+            self._release(r)
+            self._on_finish(r)
+
+    def run(self) -> SimResult:
+        if self._arrivals is None:
+            self._start_closed_loop()
+        for _ in range(self.max_steps):
+            self._admit_arrivals()
+            if not self.running and not self.waiting:
+                if self._arrivals is not None and self._next_arrival < len(self._arrivals):
+                    self.now = max(self.now, self._arrivals[self._next_arrival])
+                    continue
+                break
+            scheduled = self._schedule()
+            if not scheduled:
+                if self._arrivals is not None and self._next_arrival < len(self._arrivals):
+                    self.now = max(self.now, self._arrivals[self._next_arrival])
+                    continue
+                if not self.running and not self.waiting:
+                    break
+                if not self.running:
+                    # Nothing can run and nothing will change: reject the head of the queue.
+                    r = self.waiting.popleft()
+                    r.rejected = "could not be scheduled (KV cache or token budget too small)"
+                    r.finish = self.now
+                    self._on_finish(r)
+                continue
+            self._run_step(scheduled)
+        else:
+            raise RuntimeError(f"simulation did not finish within {self.max_steps} steps")
+        return SimResult(
+            requests=self.requests,
+            steps=self.steps,
+            limits=self.limits,
+            workload=self.workload,
+            duration=self.now,
+            total_preemptions=self.preemptions,
+        )
+
+
+def simulate(limits: SchedulerLimits, step_cost: StepCost | Callable[[StepBatch], float], workload: Workload) -> SimResult:
+    """Simulate one load point and return every request's timeline and every step."""
+    return Simulator(limits, step_cost, workload).run()
