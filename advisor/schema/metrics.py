@@ -41,6 +41,8 @@ class MetricsSnapshot(BaseModel):
     source: str
     timestamp: float | None = Field(None, description="unix seconds when scraped; None for a dump of unknown time")
     families: dict[str, MetricFamily] = Field(default_factory=dict)
+    skipped_lines: int = Field(0, description="lines of the dump that were not Prometheus text and were skipped")
+    notes: list[str] = Field(default_factory=list, description="what the parser or scraper had to work around")
 
     def family(self, name: str) -> MetricFamily | None:
         return self.families.get(name)
@@ -78,6 +80,11 @@ class SeriesWindow(BaseModel):
     sum: float | None = None
     avg: float | None = None
     quantiles: dict[str, float] = Field(default_factory=dict, description="p50/p90/p99 by linear interpolation in buckets")
+    quantile_bounds: dict[str, tuple[float, float]] = Field(
+        default_factory=dict,
+        description="(lower, upper) bound of the bucket each quantile was interpolated in: the value is only "
+        "known to lie in this range (upper is inf when the quantile fell in the +Inf bucket)",
+    )
 
 
 class MetricsWindow(BaseModel):
