@@ -90,13 +90,10 @@ def metrics_cmd(
 
     kwargs = _scrape_kwargs(timeout, retries, token_env, insecure, ca_bundle)
     snapshots = [snap for src in sources for snap in load_metrics_source(src, **kwargs)]
-    if len(snapshots) >= 2:
-        window = compute_window(snapshots)
-        summary = summarize_window(window)
-        emit({"window": window, "summary": summary} if as_json else summary, as_json, render.render_metrics_summary)
-    else:
-        snap = snapshots[0]
-        emit(snap, as_json, render.render_snapshot)
+    # One snapshot is read as "since the server started" (totals, no rates).
+    window = compute_window(snapshots)
+    summary = summarize_window(window)
+    emit({"window": window, "summary": summary} if as_json else summary, as_json, render.render_metrics_summary)
 
 
 @probe.command("watch")

@@ -18,7 +18,7 @@ def fmt(value: float | int | None, digits: int = 1) -> str:
         return "—"
     if isinstance(value, float) and math.isinf(value):
         return "inf"
-    if isinstance(value, int) or float(value).is_integer() and abs(value) >= 100:
+    if isinstance(value, int) or float(value).is_integer():
         return f"{int(value):,}"
     return f"{value:,.{digits}f}"
 
@@ -210,3 +210,88 @@ def render_deployment(deployment: Any, args: Any) -> Group:
     if args.env:
         parts.append(kv_table("Environment", sorted(args.env.items())))
     return Group(*parts)
+
+
+def _q(d: dict | None, key: str, scale: float = 1.0) -> str:
+    if not d or d.get(key) is None:
+        return "—"
+    return fmt(d[key] * scale)
+
+
+def render_metrics_summary(summary: dict) -> Group:
+    """The server's view over a window (or since start for one snapshot), one table per engine."""
+    parts: list[Any] = []
+    dur = summary.get("duration_s")
+    head = f"/metrics: {summary.get('source')} — {summary.get('num_snapshots')} snapshot(s)"
+    head += f" over {dur:.1f} s" if dur else " (no window: totals since server start, no rates)"
+    parts.append(Text(head, style="bold"))
+    for eng in summary.get("engines", []):
+        table = Table(title=f"model {eng.get('model_name')} · engine {eng.get('engine')}", title_justify="left")
+        table.add_column("figure")
+        table.add_column("min", justify="right")
+        table.add_column("mean", justify="right")
+        table.add_column("max", justify="right")
+        for label, key in (("requests running", "requests_running"), ("requests waiting", "requests_waiting"), ("KV cache usage %", "kv_cache_usage_pct")):
+            g = eng.get(key)
+            if g:
+                table.add_row(label, _q(g, "min"), _q(g, "mean"), _q(g, "max"))
+        totals = Table(title="counters over the window", title_justify="left")
+        totals.add_column("figure")
+        totals.add_column("total", justify="right")
+        totals.add_column("per second", justify="right")
+        for label, key in (
+            ("prompt tokens", "prompt_tokens"),
+            ("generation tokens", "generation_tokens"),
+            ("preemptions", "preemptions"),
+            ("finished requests", "requests_finished_total"),
+        ):
+            rate_key = {"requests_finished_total": "requests_per_s"}.get(key, f"{key}_per_s")
+            if eng.get(key) is not None:
+                totals.add_row(label, fmt(eng.get(key)), fmt(eng.get(rate_key), 2) if eng.get(rate_key) is not None else "—")
+        if eng.get("prefix_cache_hit_rate_pct") is not None:
+            totals.add_row("prefix-cache hit rate %", fmt(eng["prefix_cache_hit_rate_pct"]), "")
+        lat = Table(title="latency histograms (bucket-interpolated; * = p50 and p99 in one bucket)", title_justify="left")
+        lat.add_column("figure")
+        for col in ("n", "avg", "p50", "p90", "p99"):
+            lat.add_column(col, justify="right")
+        for label, key, scale in (
+            ("TTFT ms", "ttft_s", 1e3),
+            ("ITL ms", "itl_s", 1e3),
+            ("TPOT per request ms", "tpot_per_request_s", 1e3),
+            ("e2e latency ms", "e2e_latency_s", 1e3),
+            ("queue time ms", "queue_time_s", 1e3),
+            ("prefill time ms", "prefill_time_s", 1e3),
+            ("decode time ms", "decode_time_s", 1e3),
+            ("prompt length tokens", "prompt_len_tokens", 1.0),
+            ("output length tokens", "output_len_tokens", 1.0),
+        ):
+            h = eng.get(key)
+            if h and h.get("count"):
+                lat.add_row(label + (" *" if h.get("coarse") else ""), fmt(h["count"]), _q(h, "avg", scale), _q(h, "p50", scale), _q(h, "p90", scale), _q(h, "p99", scale))
+        for t in (table, totals, lat):
+            if t.row_count:
+                parts.append(t)
+        parts.extend(Text(n, style="dim") for n in eng.get("notes", []))
+    parts.extend(Text(n, style="dim") for n in summary.get("notes", []))
+    return Group(*parts)
+
+
+def live_line(snapshot: Any) -> str:
+    """One line for the watch progress display: running, waiting and KV usage right now."""
+    def gauge(name: str) -> float | None:
+        fam = snapshot.family(name)
+        if not fam or not fam.samples:
+            return None
+        return sum(s.value for s in fam.samples)
+
+    running, waiting = gauge("vllm:num_requests_running"), gauge("vllm:num_requests_waiting")
+    fam = snapshot.family("vllm:kv_cache_usage_perc")
+    kv = max((s.value for s in fam.samples), default=None) if fam else None
+    parts = []
+    if running is not None:
+        parts.append(f"running {running:g}")
+    if waiting is not None:
+        parts.append(f"waiting {waiting:g}")
+    if kv is not None:
+        parts.append(f"KV {kv * 100:.1f}%")
+    return " · ".join(parts)
