@@ -22,6 +22,7 @@ class ServerStatsLine(BaseModel):
     swapped: int | None = None
     kv_cache_usage_pct: float | None = None
     prefix_cache_hit_rate_pct: float | None = None
+    preemptions: int | None = Field(None, description="V1 'Preemptions: N' (requests preempted in this interval)")
 
 
 class ServerLogInfo(BaseModel):
@@ -52,5 +53,12 @@ class ServerLogInfo(BaseModel):
     max_num_batched_tokens: int | None = None
     max_num_seqs: int | None = None
     preemption_warnings: int = 0
+    preemptions_total: int | None = Field(
+        None,
+        description="preemptions the log accounts for: the highest V0 'total_num_cumulative_preemption=N' "
+        "(V0 warns only every 50th time) or the sum of V1 stats lines' 'Preemptions: N'",
+    )
+    kv_cache_blocks: int | None = Field(None, description="'# GPU blocks: N' (V0) or num_gpu_blocks_override (V1)")
+    cudagraph_mode: str | None = Field(None, description="compilation_config cudagraph_mode, e.g. NONE, PIECEWISE")
     stats: list[ServerStatsLine] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
