@@ -26,7 +26,7 @@ fixed overhead stands for the CPU work); cached prefix blocks stay resident (no 
 from __future__ import annotations
 
 import math
-from collections import deque
+from collections import OrderedDict, deque
 from dataclasses import dataclass, field
 from typing import Callable, Protocol
 
@@ -140,7 +140,10 @@ class Simulator:
         self.step_cost = step_cost
         self.workload = workload
         self.max_steps = max_steps
-        self.free_blocks = limits.num_gpu_blocks
+        self.free_blocks = limits.num_gpu_blocks  # all free blocks, cached content or not
+        # Free blocks that still hold a preempted request's KV, oldest first (evicted first).
+        self.cached_segments: OrderedDict[int, int] = OrderedDict()
+        self.cached_free = 0
         self.waiting: deque[SimRequest] = deque()
         self.running: list[SimRequest] = []
         self.requests: list[SimRequest] = []
@@ -200,11 +203,31 @@ class Simulator:
         if need > self.free_blocks:
             return False
         self.free_blocks -= need
+        self._evict(need)
         r.blocks += need
         return True
 
-    def _release(self, r: SimRequest) -> None:
+    def _evict(self, taken: int) -> None:
+        """Blocks taken from the free pool come from never-cached blocks first, then from the
+        oldest cached segments (vLLM's free queue is LRU; a request's tail blocks go first, so
+        what survives of a segment is still a prefix)."""
+        clean = self.free_blocks + taken - self.cached_free
+        from_cached = max(0, taken - clean)
+        while from_cached > 0 and self.cached_segments:
+            rid, n = next(iter(self.cached_segments.items()))
+            k = min(n, from_cached)
+            from_cached -= k
+            self.cached_free -= k
+            if k == n:
+                del self.cached_segments[rid]
+            else:
+                self.cached_segments[rid] = n - k
+
+    def _release(self, r: SimRequest, keep_cached: bool = False) -> None:
         self.free_blocks += r.blocks
+        if keep_cached and r.blocks and self.limits.enable_prefix_caching:
+            self.cached_segments[r.rid] = r.blocks
+            self.cached_free += r.blocks
         r.blocks = 0
         if r.shared_blocks:
             r.shared_blocks = 0
@@ -234,7 +257,7 @@ class Simulator:
 
     def _preempt_last(self) -> SimRequest:
         victim = self.running.pop()
-        self._release(victim)
+        self._release(victim, keep_cached=True)
         victim.num_computed = 0
         victim.preemptions += 1
         self.preemptions += 1
@@ -279,6 +302,14 @@ class Simulator:
                 r.finish = self.now
                 self._on_finish(r)
                 continue
+            saved_segments = list(self.cached_segments.items()) if r.rid in self.cached_segments else None
+            own = self.cached_segments.pop(r.rid, 0)
+            if own:
+                # A preempted request finds what is left of its own blocks in the prefix cache.
+                self.cached_free -= own
+                self.free_blocks -= own
+                r.blocks = own
+                r.num_computed = min(own * lim.block_size, r.num_tokens - 1)
             hit = self._prefix_hit(r) if r.num_computed == 0 else 0
             if hit:
                 r.shared_blocks = hit // lim.block_size
@@ -288,15 +319,15 @@ class Simulator:
             if lim.long_prefill_token_threshold > 0:
                 n = min(n, lim.long_prefill_token_threshold)
             if not lim.enable_chunked_prefill and n > budget:
-                self._undo_hit(r, hit)
+                self._undo_hit(r, hit, own, saved_segments)
                 break
             n = min(n, budget)
             will_be_partial = r.num_computed + n < r.num_tokens
             if will_be_partial and partial_cap is not None and partial >= partial_cap:
-                self._undo_hit(r, hit)
+                self._undo_hit(r, hit, own, saved_segments)
                 break
             if not self._try_allocate(r, n):
-                self._undo_hit(r, hit)
+                self._undo_hit(r, hit, own, saved_segments)
                 if not self.running and self._blocks_for(r.num_tokens) > lim.num_gpu_blocks:
                     self.waiting.popleft()
                     r.rejected = "needs more KV blocks than the whole cache holds"
@@ -313,11 +344,18 @@ class Simulator:
             partial += int(will_be_partial)
         return scheduled
 
-    def _undo_hit(self, r: SimRequest, hit: int) -> None:
+    def _undo_hit(self, r: SimRequest, hit: int, own: int = 0, saved_segments: list | None = None) -> None:
+        """Admission failed: give back the prefix-cache hits taken for ``r``, in their old LRU place."""
         if hit:
             r.num_computed = 0
             r.shared_blocks = 0
             self.prefix_holders -= 1
+        if own:
+            r.blocks = 0
+            r.num_computed = 0
+            self.free_blocks += own
+            self.cached_free += own
+            self.cached_segments = OrderedDict(saved_segments or [])
 
     def _run_step(self, scheduled: list[tuple[SimRequest, int]]) -> None:
         num_decodes = 0

@@ -1,0 +1,193 @@
+"""GPU memory: weights, activations, CUDA graphs and what is left for the KV cache.
+
+vLLM sizes its KV cache at start-up (vllm/v1/worker/gpu_worker.py ``determine_available_memory``):
+
+    requested   = total GPU memory x gpu_memory_utilization
+    KV memory   = requested - weights - non-torch memory - peak activations of a profiling
+                  forward pass at max_num_batched_tokens - CUDA-graph memory (estimated in
+                  recent versions)
+    num_blocks  = KV memory // bytes per block (all layers, per GPU)
+    KV tokens   = num_blocks x block_size
+    "Maximum concurrency for L tokens per request" = num_blocks / ceil(L / block_size)
+
+(shared/corpus/vllm-facts/engine-defaults.md has the file and line references for 0.34.0.) The
+activation and overhead terms are estimates with named parameters; weights and KV sizes are exact
+arithmetic from the model's shapes. Every result says which of its numbers are which.
+"""
+
+from __future__ import annotations
+
+import math
+
+from pydantic import BaseModel, Field
+
+from .catalog import GpuSpec, ModelSpec
+from .defaults import ResolvedConfig
+
+GiB = 1024**3
+
+#: Bytes per parameter for weight formats. int4 formats carry group scales and zero points:
+#: about 4.25 bits per weight with group size 128 (AWQ/GPTQ), i.e. 0.53 bytes.
+WEIGHT_BYTES = {
+    "bfloat16": 2.0,
+    "float16": 2.0,
+    "half": 2.0,
+    "auto": 2.0,
+    "float32": 4.0,
+    "fp8": 1.0,
+    "fp8_e4m3": 1.0,
+    "compressed-tensors-fp8": 1.0,
+    "mxfp4": 0.53,
+    "nvfp4": 0.56,
+    "awq": 0.53,
+    "awq_marlin": 0.53,
+    "gptq": 0.53,
+    "gptq_marlin": 0.53,
+    "bitsandbytes": 0.53,
+    "int8": 1.0,
+    "w8a8": 1.0,
+    "exl3": 0.53,
+}
+
+KV_BYTES = {"bfloat16": 2.0, "float16": 2.0, "half": 2.0, "auto": 2.0, "float32": 4.0, "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0}
+
+
+class MemoryParams(BaseModel):
+    """Named estimates of what vLLM's profiling run sees besides weights and KV cache.
+
+    ``non_torch_gib``: CUDA context, NCCL buffers and allocator slack outside PyTorch. vLLM logs it as
+    "non-torch memory"; typical values are 0.2-1.5 GiB per GPU, more with TP (NCCL). Calibrated on
+    vllm-project/vllm#10517 (Llama-3.1-8B on an RTX 3090: 21.6 GiB requested - 17.06 GiB peak torch
+    memory - 3.81 GiB KV = 0.73 GiB).
+    ``activation_bytes_per_token_factor``: peak activation bytes per batched token, as a multiple of
+    ``(3 x intermediate/tp + 4 x hidden) x 2 bytes`` (the MLP's gate/up output, its activation and a
+    few hidden-sized buffers alive at once). 1.0 reproduces #10517's 2.07 GiB at 20,000 tokens and
+    2.99 GiB at 29,000 tokens within 10%.
+    ``cuda_graph_gib``: memory held by captured CUDA graphs; subtracted only for versions that
+    estimate it before sizing the KV cache (0.11 and later); 0 with enforce_eager.
+    """
+
+    non_torch_gib: float = 0.7
+    non_torch_gib_per_extra_tp_rank: float = 0.3
+    activation_bytes_per_token_factor: float = 1.0
+    cuda_graph_gib: float = 0.5
+
+
+class MemoryEstimate(BaseModel):
+    """Per-GPU memory budget and KV capacity. ``basis`` says which figures are exact and which estimated."""
+
+    gpu_total_gib: float
+    gpu_memory_utilization: float
+    requested_gib: float
+    weights_gib: float
+    non_torch_gib: float
+    activation_peak_gib: float
+    cuda_graph_gib: float
+    kv_cache_gib: float
+    kv_bytes_per_token: float = Field(description="per GPU, all layers (full-attention layers; sliding layers capped)")
+    block_size: int
+    num_gpu_blocks: int
+    kv_cache_tokens: int
+    max_model_len: int
+    max_concurrency: float = Field(description="vLLM's 'Maximum concurrency' figure: requests of max_model_len tokens")
+    fits: bool
+    basis: dict[str, str] = Field(default_factory=dict)
+    notes: list[str] = Field(default_factory=list)
+
+    def requests_that_fit(self, tokens_per_request: int) -> float:
+        """How many requests of this many tokens (prompt + output) the KV cache holds at once."""
+        blocks = math.ceil(tokens_per_request / self.block_size)
+        return self.num_gpu_blocks / blocks if blocks else math.inf
+
+
+def weight_bytes_per_param(model: ModelSpec, quantization: str | None, dtype: str | None) -> float:
+    key = (quantization or dtype or model.dtype or "bfloat16").lower()
+    if key not in WEIGHT_BYTES:
+        return 2.0
+    return WEIGHT_BYTES[key]
+
+
+def kv_dtype_bytes(kv_cache_dtype: str) -> float:
+    return KV_BYTES.get(kv_cache_dtype.lower(), 2.0)
+
+
+def estimate_memory(
+    model: ModelSpec,
+    gpu: GpuSpec,
+    cfg: ResolvedConfig,
+    *,
+    quantization: str | None = None,
+    dtype: str | None = None,
+    params: MemoryParams | None = None,
+) -> MemoryEstimate:
+    """Weights, activations and KV capacity per GPU for one engine (one TP x PP group)."""
+    p = params or MemoryParams()
+    tp, pp = cfg.tensor_parallel_size, cfg.pipeline_parallel_size
+    notes: list[str] = []
+    total_gib = gpu.memory_bytes / GiB
+    requested = total_gib * cfg.gpu_memory_utilization
+    bpp = weight_bytes_per_param(model, quantization, dtype)
+    weights = model.weight_bytes(bpp) / (tp * pp) / GiB
+    non_torch = p.non_torch_gib + p.non_torch_gib_per_extra_tp_rank * (1 if tp > 1 else 0)
+    act_per_token = p.activation_bytes_per_token_factor * (3 * model.intermediate_size_for_activation / tp + 4 * model.hidden_size) * 2
+    activation = cfg.max_num_batched_tokens * act_per_token / GiB
+    graphs = 0.0 if cfg.enforce_eager or tuple(map(int, cfg.vllm_version.split("."))) < (0, 11, 0) else p.cuda_graph_gib
+    kv_gib = requested - weights - non_torch - activation - graphs
+    basis = {
+        "weights_gib": f"exact: {model.total_params / 1e9:.2f}B parameters x {bpp:g} bytes / (TP {tp} x PP {pp})",
+        "kv_bytes_per_token": "exact: from the model's attention shapes",
+        "non_torch_gib": "estimate (MemoryParams.non_torch_gib)",
+        "activation_peak_gib": f"estimate at max_num_batched_tokens={cfg.max_num_batched_tokens}",
+        "cuda_graph_gib": "estimate" if graphs else "none (eager or version without the estimate)",
+    }
+    if cfg.kv_cache_memory_bytes:
+        kv_gib = cfg.kv_cache_memory_bytes / GiB
+        basis["kv_cache_gib"] = "user: --kv-cache-memory-bytes"
+    kv_dtype = kv_dtype_bytes(cfg.kv_cache_dtype)
+    layers_per_gpu_fraction = 1.0 / pp
+    full_bpt = model.kv_bytes_per_token_full_layers(kv_dtype, tp) * layers_per_gpu_fraction
+    sliding_bpt = model.kv_bytes_per_token_sliding_layers(kv_dtype, tp) * layers_per_gpu_fraction
+    block = cfg.block_size
+    block_bytes = (full_bpt + sliding_bpt) * block
+    if cfg.num_gpu_blocks_override:
+        num_blocks = cfg.num_gpu_blocks_override
+        basis["num_gpu_blocks"] = "user: --num-gpu-blocks-override"
+    else:
+        num_blocks = max(0, int(kv_gib * GiB // block_bytes)) if block_bytes > 0 else 0
+    # Per-request need at max_model_len, as vLLM computes "Maximum concurrency".
+    L = cfg.max_model_len
+    blocks_full = math.ceil(L / block) * full_bpt * block
+    window = model.sliding_window or 0
+    sliding_tokens = min(L, window + block) if window else L
+    blocks_sliding = math.ceil(sliding_tokens / block) * sliding_bpt * block
+    per_request_bytes = blocks_full + blocks_sliding
+    max_conc = (num_blocks * block_bytes) / per_request_bytes if per_request_bytes else math.inf
+    kv_tokens = int(max_conc * L) if sliding_bpt else num_blocks * block
+    fits = kv_gib > 0 and max_conc >= 1.0
+    if kv_gib <= 0:
+        notes.append(
+            f"weights ({weights:.1f} GiB) and overheads exceed the {requested:.1f} GiB allowed per GPU: the engine will not start"
+        )
+    elif max_conc < 1.0:
+        notes.append(
+            f"the KV cache ({kv_tokens:,} tokens) cannot hold one request of max_model_len {L:,}: vLLM refuses to start"
+        )
+    return MemoryEstimate(
+        gpu_total_gib=total_gib,
+        gpu_memory_utilization=cfg.gpu_memory_utilization,
+        requested_gib=requested,
+        weights_gib=weights,
+        non_torch_gib=non_torch,
+        activation_peak_gib=activation,
+        cuda_graph_gib=graphs,
+        kv_cache_gib=max(kv_gib, 0.0),
+        kv_bytes_per_token=full_bpt + sliding_bpt,
+        block_size=block,
+        num_gpu_blocks=num_blocks,
+        kv_cache_tokens=kv_tokens,
+        max_model_len=L,
+        max_concurrency=max_conc,
+        fits=fits,
+        basis=basis,
+        notes=notes,
+    )

@@ -1,0 +1,203 @@
+"""From a deployment and a workload to predicted load points: the performance model's front door.
+
+``build_engine_model`` resolves the model, the GPU, the engine defaults for the vLLM version, the
+memory budget and the step-time model once; ``predict_load_points`` simulates each load point and
+returns :class:`BenchmarkRun` objects with ``format='model'``, directly comparable to what the
+probe loaded from the user's files.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+from ..errors import UsageError
+from ..schema import BenchmarkRun, Deployment, EngineArgs
+from .catalog import GpuSpec, ModelSpec, get_gpu, get_model
+from .defaults import ResolvedConfig, resolve_engine_config
+from .memory import MemoryEstimate, MemoryParams, estimate_memory, kv_dtype_bytes, weight_bytes_per_param
+from .simulator import SchedulerLimits, SimResult, StepBatch, Workload, simulate
+from .step_time import Efficiency, StepTimeModel, model_costs
+from .summary import sim_to_run
+
+
+@dataclass
+class EngineModel:
+    """Everything the model knows about one deployment, resolved once."""
+
+    model: ModelSpec
+    gpu: GpuSpec
+    config: ResolvedConfig
+    memory: MemoryEstimate
+    step: StepTimeModel
+    num_gpus: int
+    replicas: int
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def limits(self) -> SchedulerLimits:
+        c = self.config
+        return SchedulerLimits(
+            num_gpu_blocks=self.memory.num_gpu_blocks,
+            block_size=self.memory.block_size,
+            max_num_seqs=c.max_num_seqs,
+            max_num_batched_tokens=c.max_num_batched_tokens,
+            max_model_len=c.max_model_len,
+            enable_chunked_prefill=c.enable_chunked_prefill,
+            enable_prefix_caching=c.enable_prefix_caching,
+            long_prefill_token_threshold=c.long_prefill_token_threshold,
+            max_num_partial_prefills=c.max_num_partial_prefills if c.source_of("max_num_partial_prefills") == "user" else None,
+        )
+
+    def decode_step_ms(self, batch_size: int, context_len: int) -> float:
+        return self.step(StepBatch(batch_size, batch_size * context_len, ())) * 1e3
+
+    def mixed_step_ms(self, batch_size: int, context_len: int, chunk: int, depth: int) -> float:
+        return self.step(StepBatch(batch_size, batch_size * context_len, ((chunk, depth),))) * 1e3
+
+
+def build_engine_model(
+    deployment: Deployment,
+    engine_args: EngineArgs,
+    *,
+    efficiency: Efficiency | None = None,
+    memory_params: MemoryParams | None = None,
+    needed_model_len: int | None = None,
+) -> EngineModel:
+    """Resolve catalogs, defaults, memory and step time for one deployment.
+
+    ``needed_model_len`` is the longest request of the workload (prompt + output). When the user did
+    not set ``max_model_len`` and the model's default is shorter, the served requests prove the real
+    server ran with a longer one: it is raised to that length, and a note says so.
+    """
+    model_name = engine_args.model or deployment.model
+    if not model_name:
+        raise UsageError("the deployment names no model (give one in the case file, the serve command or --model)")
+    if not deployment.gpu:
+        raise UsageError("the deployment names no GPU (give one in the case file or with --gpu)")
+    model = get_model(model_name)
+    gpu = get_gpu(deployment.gpu)
+    dtype = engine_args.dtype if engine_args.dtype not in (None, "auto") else model.dtype
+    cfg = resolve_engine_config(
+        engine_args,
+        vllm_version=deployment.vllm_version,
+        gpu_memory_gib=gpu.memory_bytes / 1024**3,
+        gpu_name=gpu.name,
+        model_max_len=model.max_position_embeddings,
+        model_dtype=dtype or "bfloat16",
+    )
+    notes = list(cfg.notes)
+    if needed_model_len and cfg.max_model_len < needed_model_len and cfg.source_of("max_model_len") != "user":
+        notes.append(
+            f"max_model_len not given and the model's default ({cfg.max_model_len:,}) is shorter than the workload's "
+            f"{needed_model_len:,}-token requests: assumed --max-model-len {needed_model_len:,}"
+        )
+        cfg.max_model_len = needed_model_len
+        cfg.provenance["max_model_len"] = "derived"
+    if getattr(model, "note", None):
+        notes.append(model.note)
+    quant = engine_args.quantization or deployment.quantization
+    mem = estimate_memory(model, gpu, cfg, quantization=quant, dtype=dtype, params=memory_params)
+    tp = cfg.tensor_parallel_size
+    per_engine = tp * cfg.pipeline_parallel_size
+    num_gpus = deployment.num_gpus or per_engine * cfg.data_parallel_size
+    replicas = max(cfg.data_parallel_size, num_gpus // per_engine if per_engine else 1)
+    if num_gpus < per_engine:
+        raise UsageError(f"{num_gpus} GPU(s) cannot host TP {tp} x PP {cfg.pipeline_parallel_size}")
+    costs = model_costs(model, tp, weight_bytes_per_param(model, quant, dtype), kv_dtype_bytes(cfg.kv_cache_dtype))
+    interconnect = None
+    if deployment.interconnect == "pcie" and gpu.interconnect != "pcie":
+        interconnect = gpu.pcie_bw_gbs if hasattr(gpu, "pcie_bw_gbs") else 25.0
+        notes.append("interconnect given as PCIe: the all-reduce uses PCIe bandwidth")
+    compute = "fp8" if (quant or "").startswith("fp8") else "bf16"
+    step = StepTimeModel(costs, gpu, tp=tp, compute_dtype=compute, enforce_eager=cfg.enforce_eager, efficiency=efficiency, interconnect_gbs=interconnect)
+    return EngineModel(model=model, gpu=gpu, config=cfg, memory=mem, step=step, num_gpus=num_gpus, replicas=replicas, notes=notes)
+
+
+@dataclass(frozen=True)
+class LoadPoint:
+    concurrency: int | None = None
+    request_rate: float | None = None
+
+    @property
+    def label(self) -> str:
+        if self.concurrency is not None:
+            return f"c={self.concurrency}"
+        return "rate=inf" if self.request_rate is None or math.isinf(self.request_rate) else f"rate={self.request_rate:g}/s"
+
+
+def default_num_prompts(point: LoadPoint) -> int:
+    """Enough requests for a steady state: several rounds of the clients, at least 8."""
+    if point.concurrency:
+        return max(8, 3 * point.concurrency)
+    return 200
+
+
+def predict_load_point(
+    engine: EngineModel,
+    point: LoadPoint,
+    *,
+    input_len: int,
+    output_len: int,
+    num_prompts: int | None = None,
+    shared_prefix_len: int = 0,
+    seed: int = 0,
+) -> tuple[BenchmarkRun, SimResult]:
+    """Simulate one load point on one replica (clients or rate split evenly across replicas)."""
+    if not engine.memory.fits:
+        raise UsageError("; ".join(engine.memory.notes) or "the model does not fit on this GPU configuration")
+    n = num_prompts or default_num_prompts(point)
+    reps = engine.replicas
+    conc = None if point.concurrency is None else max(1, math.ceil(point.concurrency / reps))
+    rate = None if point.request_rate is None else point.request_rate / reps
+    workload = Workload(
+        input_len=input_len,
+        output_len=output_len,
+        num_prompts=max(1, math.ceil(n / reps)),
+        concurrency=conc,
+        request_rate=rate,
+        shared_prefix_len=shared_prefix_len,
+        seed=seed,
+    )
+    result = simulate(engine.limits, engine.step, workload)
+    run = sim_to_run(result, label=f"predicted {point.label}", model=engine.model.name)
+    run.offered_concurrency = point.concurrency
+    run.offered_request_rate = point.request_rate if point.concurrency is None else None
+    if reps > 1:
+        _scale_replicas(run, reps)
+    _attach_server_view(run, result, engine)
+    return run, result
+
+
+def _scale_replicas(run: BenchmarkRun, reps: int) -> None:
+    for attr in ("output_throughput_tok_s", "total_throughput_tok_s", "request_throughput_req_s", "achieved_concurrency"):
+        value = getattr(run, attr)
+        if value is not None:
+            setattr(run, attr, value * reps)
+    for attr in ("completed", "failed", "total_input_tokens", "total_output_tokens"):
+        value = getattr(run, attr)
+        if value is not None:
+            setattr(run, attr, value * reps)
+    run.notes.append(f"{reps} replicas: one simulated, throughput multiplied by {reps}")
+
+
+def _attach_server_view(run: BenchmarkRun, result: SimResult, engine: EngineModel) -> None:
+    """Time-weighted running/waiting/KV usage, and step-time figures, as the server would show them."""
+    steps = result.steps
+    total = sum(s.duration for s in steps) or 1.0
+    blocks = engine.memory.num_gpu_blocks or 1
+    mixed = [s for s in steps if s.prefill_tokens and s.num_decodes]
+    pure = [s for s in steps if not s.prefill_tokens and s.num_decodes]
+    run.metadata.update(
+        {
+            "server_running_mean": sum(s.running * s.duration for s in steps) / total,
+            "server_running_max": max((s.running for s in steps), default=0),
+            "server_waiting_mean": sum(s.waiting * s.duration for s in steps) / total,
+            "server_kv_usage_pct_mean": 100.0 * sum(s.kv_blocks_used * s.duration for s in steps) / total / blocks,
+            "server_preemptions": result.total_preemptions,
+            "steps": len(steps),
+            "mixed_step_ms_mean": 1e3 * sum(s.duration for s in mixed) / len(mixed) if mixed else None,
+            "decode_only_step_ms_mean": 1e3 * sum(s.duration for s in pure) / len(pure) if pure else None,
+            "share_of_time_in_mixed_steps": sum(s.duration for s in mixed) / total,
+        }
+    )
