@@ -66,9 +66,12 @@ def cli() -> None:
 
 
 def _register() -> None:
+    from .estimate import catalog, estimate
     from .probe import probe
 
     cli.add_command(probe)
+    cli.add_command(estimate)
+    cli.add_command(catalog)
 
 
 _register()

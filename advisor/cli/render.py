@@ -18,32 +18,38 @@ def fmt(value: float | int | None, digits: int = 1) -> str:
         return "—"
     if isinstance(value, float) and math.isinf(value):
         return "inf"
-    if isinstance(value, int) or float(value).is_integer():
-        return f"{int(value):,}"
+    if isinstance(value, int) or float(value).is_integer() or abs(value) >= 100:
+        return f"{round(value):,}"
     return f"{value:,.{digits}f}"
 
 
-def _dist_cell(d: Distribution | None, stat: str) -> str:
+def fmt_ms(value: float | None) -> str:
+    """Milliseconds for a narrow cell: '812', '4,245', or '467s' once past ten seconds."""
+    if value is None:
+        return "—"
+    if value >= 10_000:
+        return f"{value / 1000:,.0f}s"
+    return fmt(value)
+
+
+def _pair(d: Distribution | None, ms: bool = True) -> str:
     if d is None:
         return "—"
-    if stat == "mean":
-        return fmt(d.mean)
-    return fmt(d.pct(float(stat[1:])))
+    f = fmt_ms if ms else fmt
+    return f"{f(d.pct(50))}/{f(d.pct(99))}"
 
 
-def bench_table(runs: list[BenchmarkRun]) -> Table:
-    """One row per load point, the figures people compare first."""
-    table = Table(title="Benchmark load points", title_justify="left", show_lines=False)
+def bench_table(runs: list[BenchmarkRun], title: str = "Benchmark load points") -> Table:
+    """One row per load point, the figures people compare first (``--detail`` shows the rest)."""
+    table = Table(title=title, title_justify="left", show_lines=False)
     table.add_column("#", justify="right", style="dim")
-    table.add_column("load")
+    table.add_column("load", no_wrap=True)
     table.add_column("ok/fail", justify="right")
     table.add_column("out tok/s", justify="right")
-    table.add_column("req/s", justify="right")
-    table.add_column("TTFT p50/p99 ms", justify="right")
-    table.add_column("TPOT p50/p99 ms", justify="right")
-    table.add_column("ITL p50/p99 ms", justify="right")
-    table.add_column("tok/s per req\ndecode / e2e", justify="right")
-    table.add_column("in-flight", justify="right")
+    table.add_column("TTFT ms\np50/p99", justify="right", no_wrap=True)
+    table.add_column("TPOT ms\np50/p99", justify="right", no_wrap=True)
+    table.add_column("tok/s/req\ndec / e2e", justify="right")
+    table.add_column("in\nflight", justify="right")
     for i, r in enumerate(runs):
         dec = r.request_decode_tok_s.mean if r.request_decode_tok_s else None
         out = r.request_output_tok_s.mean if r.request_output_tok_s else None
@@ -52,10 +58,8 @@ def bench_table(runs: list[BenchmarkRun]) -> Table:
             r.load_label,
             f"{fmt(r.completed)}/{fmt(r.failed)}",
             fmt(r.output_throughput_tok_s),
-            fmt(r.request_throughput_req_s, 2),
-            f"{_dist_cell(r.ttft_ms, 'p50')} / {_dist_cell(r.ttft_ms, 'p99')}",
-            f"{_dist_cell(r.tpot_ms, 'p50')} / {_dist_cell(r.tpot_ms, 'p99')}",
-            f"{_dist_cell(r.itl_ms, 'p50')} / {_dist_cell(r.itl_ms, 'p99')}",
+            _pair(r.ttft_ms),
+            _pair(r.tpot_ms),
             f"{fmt(dec)} / {fmt(out)}",
             fmt(r.achieved_concurrency),
         )
@@ -91,20 +95,22 @@ def run_detail(run: BenchmarkRun) -> Table:
 
 
 def bench_notes(runs: list[BenchmarkRun]) -> Iterable[Any]:
+    """Check results and loader notes; a note shared by several runs is printed once with their numbers."""
+    by_text: dict[tuple[str, str], list[int]] = {}
     for i, r in enumerate(runs):
         bad = r.failed_checks()
         if r.checks:
             ok = len(r.checks) - len(bad)
-            style = "green" if not bad else "yellow"
-            yield Text(f"#{i}: {ok}/{len(r.checks)} of the file's summary figures reproduced from per-request data", style=style)
+            text = f"{ok}/{len(r.checks)} of the file's summary figures reproduced from per-request data"
+            by_text.setdefault((text, "green" if not bad else "yellow"), []).append(i)
         for c in bad:
-            yield Text(
-                f"#{i}: {c.field}: file says {c.stated:.4g}, per-request data gives {c.computed:.4g} "
-                f"({c.rel_diff:.1%} apart)",
-                style="yellow",
-            )
+            text = f"{c.field}: file says {c.stated:.4g}, per-request data gives {c.computed:.4g} ({c.rel_diff:.1%} apart)"
+            by_text.setdefault((text, "yellow"), []).append(i)
         for note in r.notes:
-            yield Text(f"#{i}: {note}", style="dim")
+            by_text.setdefault((note, "dim"), []).append(i)
+    for (text, style), idx in by_text.items():
+        which = "all runs" if len(idx) == len(runs) and len(runs) > 1 else ", ".join(f"#{i}" for i in idx)
+        yield Text(f"{which}: {text}", style=style)
 
 
 def render_runs(runs: list[BenchmarkRun], detail: bool = False) -> Group:

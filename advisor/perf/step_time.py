@@ -29,6 +29,7 @@ from typing import Callable
 
 from pydantic import BaseModel
 
+from ..errors import UsageError
 from .catalog import GpuSpec, ModelSpec
 from .simulator import StepBatch
 
@@ -139,6 +140,8 @@ class StepTimeModel:
         self.tp = tp
         self.eff = efficiency or Efficiency()
         peak_tflops = gpu.fp8_tflops if compute_dtype == "fp8" and gpu.fp8_tflops else gpu.bf16_tflops
+        if not peak_tflops:
+            raise UsageError(f"GPU {gpu.name}: no published dense BF16 TFLOP/s in the catalog, so step time cannot be modelled")
         self.peak_flops = peak_tflops * 1e12
         self.bandwidth = gpu.mem_bandwidth_gbs * 1e9
         link = interconnect_gbs if interconnect_gbs is not None else gpu.interconnect_bw_gbs

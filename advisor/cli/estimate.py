@@ -1,0 +1,309 @@
+"""``vllm-advisor estimate ...`` and ``catalog ...``: the performance model from the command line."""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+
+import click
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
+
+from ..errors import UsageError
+from ..schema import CaseFile, Deployment, EngineArgs
+from . import render
+from .output import console, emit, emit_json, json_option
+
+
+def deployment_options(f):
+    """Where the deployment comes from: a case file, a serve command, and/or single flags."""
+    opts = [
+        click.option("--profile", type=click.Path(dir_okay=False, path_type=Path), help="Case file (YAML) with deployment and workload."),
+        click.option("--serve-cmd", help='The `vllm serve ...` command line.'),
+        click.option("--model", help="Model: catalog name, Hugging Face id, or path to a config.json."),
+        click.option("--gpu", help="GPU: catalog name (H100, H800, H200, A100-80G, L40S, RTX4090, ...)."),
+        click.option("--num-gpus", type=int, help="GPUs serving the model (default: TP x PP x DP)."),
+        click.option("--tp", type=int, help="Tensor-parallel size."),
+        click.option("--vllm-version", help="vLLM version (decides the defaults of unset flags)."),
+        click.option("--interconnect", type=click.Choice(["nvlink", "pcie"]), help="GPU interconnect, when it differs from the GPU's usual one."),
+        click.option("--set", "set_args", multiple=True, metavar="KEY=VALUE", help="An engine argument, e.g. --set max_num_seqs=64 (repeatable)."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def workload_options(f):
+    opts = [
+        click.option("--input-len", type=int, help="Prompt tokens per request (default: the profile's workload)."),
+        click.option("--output-len", type=int, help="Output tokens per request (default: the profile's workload)."),
+        click.option("--concurrency", help="Closed-loop client counts, comma-separated, e.g. 1,40,100."),
+        click.option("--request-rate", help="Open-loop request rates (req/s), comma-separated; 'inf' = all at once."),
+        click.option("--num-prompts", type=int, help="Requests per load point (default: 3 x concurrency, at least 8)."),
+        click.option("--shared-prefix-len", type=int, default=None, help="Tokens common to all prompts (prefix-cache hits)."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def resolve_deployment(profile, serve_cmd, model, gpu, num_gpus, tp, vllm_version, interconnect, set_args) -> tuple[Deployment, EngineArgs, CaseFile | None]:
+    from ..perf.whatif import apply_changes
+    from ..probe.casefile import load_case
+    from ..probe.serve_cmd import engine_args_for, parse_serve_command
+
+    case = load_case(profile) if profile else None
+    dep = case.deployment.model_copy(deep=True) if case else Deployment(engine="vllm")
+    if serve_cmd:
+        parsed = parse_serve_command(serve_cmd)
+        dep.serve_command = serve_cmd
+        dep.model = dep.model or parsed.model
+        dep.num_gpus = dep.num_gpus or parsed.num_gpus
+    for key, value in (("model", model), ("gpu", gpu), ("num_gpus", num_gpus), ("vllm_version", vllm_version), ("interconnect", interconnect)):
+        if value is not None:
+            setattr(dep, key, value)
+    args = engine_args_for(dep)
+    changes = list(set_args) + ([f"tensor_parallel_size={tp}"] if tp else [])
+    if changes:
+        dep, args, special = apply_changes(dep, args, changes)
+        if special:
+            raise UsageError("--set takes engine arguments; use `estimate whatif disagg=PxD` for disaggregation")
+    if args.tensor_parallel_size and not dep.num_gpus:
+        dep.num_gpus = args.tensor_parallel_size * (args.pipeline_parallel_size or 1) * (args.data_parallel_size or 1)
+    return dep, args, case
+
+
+def _numbers(text: str | None, kind: type) -> list:
+    if not text:
+        return []
+    out = []
+    for part in text.split(","):
+        part = part.strip()
+        try:
+            out.append(math.inf if kind is float and part.lower() == "inf" else kind(part))
+        except ValueError:
+            raise UsageError(f"'{part}' is not a {'number' if kind is float else 'whole number'}") from None
+    return out
+
+
+def resolve_workload(case: CaseFile | None, input_len, output_len, concurrency, request_rate, shared_prefix_len):
+    from ..perf.predict import LoadPoint
+
+    w = case.workload if case else None
+    input_len = input_len or (w.input_len if w else None)
+    output_len = output_len or (w.output_len if w else None)
+    if not input_len or not output_len:
+        raise UsageError("give --input-len and --output-len (or a --profile whose workload has them)")
+    points = [LoadPoint(concurrency=c) for c in _numbers(concurrency, int)]
+    points += [LoadPoint(request_rate=r) for r in _numbers(request_rate, float)]
+    if not points and case:
+        points = [LoadPoint(concurrency=o.concurrency) for o in case.observations if o.concurrency]
+        points += [LoadPoint(request_rate=o.request_rate) for o in case.observations if o.request_rate and not o.concurrency]
+        if not points and w and (w.concurrency or w.request_rate):
+            points = [LoadPoint(concurrency=w.concurrency, request_rate=None if w.concurrency else w.request_rate)]
+    if not points:
+        points = [LoadPoint(concurrency=1)]
+    seen, unique = set(), []
+    for p in points:
+        if p not in seen:
+            seen.add(p)
+            unique.append(p)
+    prefix = shared_prefix_len if shared_prefix_len is not None else ((w.shared_prefix_len or 0) if w else 0)
+    return input_len, output_len, unique, prefix
+
+
+@click.group()
+def estimate() -> None:
+    """Predict memory, step time and load points with the performance model."""
+
+
+@estimate.command("memory")
+@deployment_options
+@json_option
+def memory_cmd(as_json: bool, **kw) -> None:
+    """KV-cache capacity and the memory budget per GPU, as vLLM computes them at start-up."""
+    from ..perf.predict import build_engine_model
+
+    dep, args, case = resolve_deployment(**kw)
+    needed = (case.workload.input_len or 0) + (case.workload.output_len or 0) if case and case.workload.input_len else None
+    em = build_engine_model(dep, args, needed_model_len=needed)
+    emit({"config": em.config, "memory": em.memory, "notes": em.notes}, as_json, lambda _: render_memory(em))
+
+
+def render_memory(em) -> Group:
+    m, c = em.memory, em.config
+    facts = render.kv_table(
+        f"Memory per GPU: {em.model.name} on {em.num_gpus} x {em.gpu.name}, TP {c.tensor_parallel_size}",
+        [
+            ("GPU memory", f"{m.gpu_total_gib:.1f} GiB x gpu_memory_utilization {c.gpu_memory_utilization:g} ({c.source_of('gpu_memory_utilization')}) = {m.requested_gib:.1f} GiB"),
+            ("weights", f"{m.weights_gib:.2f} GiB  [{m.basis['weights_gib']}]"),
+            ("activation peak", f"{m.activation_peak_gib:.2f} GiB  [{m.basis['activation_peak_gib']}]"),
+            ("non-torch memory", f"{m.non_torch_gib:.2f} GiB  [estimate]"),
+            ("CUDA graphs", f"{m.cuda_graph_gib:.2f} GiB  [{m.basis['cuda_graph_gib']}]"),
+            ("KV cache", f"{m.kv_cache_gib:.2f} GiB"),
+            ("KV bytes per token per GPU", f"{m.kv_bytes_per_token / 1024:.1f} KiB  [exact]"),
+            ("block size", f"{m.block_size} tokens ({c.source_of('block_size')})"),
+            ("KV cache size", f"{m.kv_cache_tokens:,} tokens ({m.num_gpu_blocks:,} blocks)  [model]"),
+            ("maximum concurrency", f"{m.max_concurrency:.2f}x for {m.max_model_len:,} tokens per request ({c.source_of('max_model_len')})  [model]"),
+            ("max_num_seqs / max_num_batched_tokens", f"{c.max_num_seqs} ({c.source_of('max_num_seqs')}) / {c.max_num_batched_tokens} ({c.source_of('max_num_batched_tokens')})"),
+            ("vLLM version", f"{c.vllm_version}{' (assumed)' if c.version_assumed else ''}"),
+        ],
+    )
+    return Group(facts, *[Text(n, style="yellow") for n in m.notes + em.notes])
+
+
+@estimate.command("run")
+@deployment_options
+@workload_options
+@json_option
+def run_cmd(as_json: bool, input_len, output_len, concurrency, request_rate, num_prompts, shared_prefix_len, **kw) -> None:
+    """Simulate load points and predict what `vllm bench serve` would measure."""
+    from ..perf.predict import build_engine_model, predict_load_point
+
+    dep, args, case = resolve_deployment(**kw)
+    input_len, output_len, points, prefix = resolve_workload(case, input_len, output_len, concurrency, request_rate, shared_prefix_len)
+    em = build_engine_model(dep, args, needed_model_len=input_len + output_len)
+    runs = [
+        predict_load_point(em, p, input_len=input_len, output_len=output_len, num_prompts=num_prompts, shared_prefix_len=prefix)[0]
+        for p in points
+    ]
+    emit({"memory": em.memory, "config": em.config, "runs": runs, "notes": em.notes}, as_json, lambda _: Group(render_memory(em), render_predicted(runs)))
+
+
+def render_predicted(runs) -> Group:
+    table = render.bench_table(runs, "Predicted load points (model; same definitions as `probe load`)")
+    server = Table(title="Server view in the simulation (time-weighted)", title_justify="left")
+    for col in ("load", "running\nmean/max", "waiting\nmean", "KV\nusage %", "pre-\nempted", "decode\nstep ms", "step with\nchunk ms", "share\nof time"):
+        server.add_column(col, justify="right" if col != "load" else "left")
+    for r in runs:
+        md = r.metadata
+        server.add_row(
+            r.load_label,
+            f"{render.fmt(md.get('server_running_mean'))} / {md.get('server_running_max')}",
+            render.fmt(md.get("server_waiting_mean")),
+            render.fmt(md.get("server_kv_usage_pct_mean")),
+            render.fmt(md.get("server_preemptions")),
+            render.fmt(md.get("decode_only_step_ms_mean")),
+            render.fmt(md.get("mixed_step_ms_mean")),
+            f"{100 * md.get('share_of_time_in_mixed_steps', 0):.0f}%",
+        )
+    notes = [Text(f"{r.load_label}: {n}", style="dim") for r in runs for n in r.notes]
+    return Group(table, server, *notes)
+
+
+@estimate.command("whatif")
+@click.argument("changes", nargs=-1, required=True)
+@deployment_options
+@workload_options
+@json_option
+def whatif_cmd(changes, as_json: bool, input_len, output_len, concurrency, request_rate, num_prompts, shared_prefix_len, **kw) -> None:
+    """Predict the effect of changes (KEY=VALUE ...) at each load point.
+
+    \b
+    Keys: any engine argument (kv_cache_dtype=fp8, max_num_batched_tokens=16384,
+    max_num_seqs=16, gpu_memory_utilization=0.95, max_model_len=65536, ...),
+    tp=, pp=, dp=, num_gpus=, gpu=, and disagg=PxD (prefill x decode engines).
+    """
+    from ..perf.whatif import what_if
+
+    dep, args, case = resolve_deployment(**kw)
+    input_len, output_len, points, prefix = resolve_workload(case, input_len, output_len, concurrency, request_rate, shared_prefix_len)
+    result = what_if(dep, args, list(changes), points, input_len=input_len, output_len=output_len, num_prompts=num_prompts, shared_prefix_len=prefix)
+    emit(result.to_dict(), as_json, lambda _: render_whatif(result))
+
+
+def render_whatif(result) -> Group:
+    parts = []
+    mb, ma = result.base.memory, result.changed.memory
+    parts.append(
+        Text(
+            f"KV cache: {mb.kv_cache_tokens:,} -> {ma.kv_cache_tokens:,} tokens; "
+            f"maximum concurrency {mb.max_concurrency:.2f}x -> {ma.max_concurrency:.2f}x (model)",
+            style="bold",
+        )
+    )
+    for p in result.points:
+        table = Table(title=f"{p.point.label}: {' '.join(result.changes)} (model)", title_justify="left")
+        for col in ("figure", "before", "after", "change"):
+            table.add_column(col, justify="right" if col != "figure" else "left")
+        for d in p.deltas:
+            ratio = d.ratio
+            style = "green" if d.better else ("red" if d.better is False else "")
+            change = "—" if ratio is None else f"x{ratio:.2f}"
+            table.add_row(f"{d.figure} ({d.unit})", render.fmt(d.before), render.fmt(d.after), Text(change, style=style))
+        parts.append(table)
+    parts.extend(Text(n, style="dim") for n in result.notes)
+    return Group(*parts)
+
+
+@estimate.command("step")
+@deployment_options
+@click.option("--decode", "decodes", multiple=True, metavar="B@L", help="B decoding requests at context length L (repeatable).")
+@click.option("--prefill", "prefills", multiple=True, metavar="C@D", help="A prefill chunk of C tokens at depth D (repeatable).")
+@json_option
+def step_cmd(decodes, prefills, as_json: bool, **kw) -> None:
+    """One engine step's predicted time, by part (GEMM, attention, communication, overhead), in ms."""
+    from ..perf.predict import build_engine_model
+    from ..perf.simulator import StepBatch
+
+    def pairs(items, what):
+        out = []
+        for item in items:
+            try:
+                a, b = item.lower().replace("k", "000").split("@")
+                out.append((int(a), int(b)))
+            except ValueError:
+                raise UsageError(f"{what} '{item}': expected N@M, e.g. 8@32000") from None
+        return out
+
+    dec, pre = pairs(decodes, "--decode"), pairs(prefills, "--prefill")
+    if not dec and not pre:
+        raise UsageError("give at least one --decode B@L or --prefill C@D")
+    dep, args, _ = resolve_deployment(**kw)
+    em = build_engine_model(dep, args)
+    batch = StepBatch(sum(b for b, _ in dec), sum(b * length for b, length in dec), tuple(pre))
+    bd = em.step.breakdown(batch)
+    data = {**bd.model_dump(), "total_ms": bd.total_ms, "tokens": batch.total_tokens, "basis": "model: roofline with uncalibrated efficiency factors", "efficiency": em.step.eff.model_dump()}
+    emit(data, as_json, lambda d: render.kv_table(f"One step: {batch.num_decodes} decodes, prefill chunks {list(batch.prefill_chunks)} (model, ms)", [(k, f"{v:.3f}") for k, v in d.items() if k.endswith("_ms")]))
+
+
+@click.group()
+def catalog() -> None:
+    """List the models and GPUs the performance model knows."""
+
+
+@catalog.command("models")
+@json_option
+def catalog_models(as_json: bool) -> None:
+    """Model architectures (dense, GQA, MLA, MoE, sliding window) with their sources."""
+    from ..perf.catalog import list_models
+
+    models = list_models()
+    if as_json:
+        emit_json([m.model_dump() for m in models])
+        return
+    table = Table(title="Models")
+    for col in ("name", "attention", "layers", "params (B)", "active (B)", "KV KiB/token bf16", "max len"):
+        table.add_column(col, justify="left" if col in ("name", "attention") else "right")
+    for m in models:
+        table.add_row(m.name, m.attention + (" +SW" if m.sliding_window else "") + (" MoE" if m.is_moe else ""), str(m.num_layers), f"{m.total_params / 1e9:.1f}", f"{m.active_params / 1e9:.1f}", f"{m.kv_bytes_per_token(2) / 1024:.0f}", f"{m.max_position_embeddings:,}")
+    console().print(table)
+
+
+@catalog.command("gpus")
+@json_option
+def catalog_gpus(as_json: bool) -> None:
+    """GPUs with memory, bandwidth, dense TFLOP/s and interconnect, with their sources."""
+    from ..perf.catalog import list_gpus
+
+    gpus = list_gpus()
+    if as_json:
+        emit_json([g.model_dump() for g in gpus])
+        return
+    table = Table(title="GPUs")
+    for col in ("name", "memory GiB", "HBM GB/s", "bf16 TFLOP/s", "fp8 TFLOP/s", "interconnect GB/s"):
+        table.add_column(col, justify="left" if col == "name" else "right")
+    for g in gpus:
+        table.add_row(g.name, f"{g.memory_gib:.1f}", f"{g.mem_bandwidth_gbs:,.0f}", render.fmt(g.bf16_tflops), render.fmt(g.fp8_tflops), f"{g.interconnect} {g.interconnect_bw_gbs:g}")
+    console().print(table)
