@@ -110,7 +110,7 @@ def test_binary_file(tmp_path):
 def test_file_over_the_size_limit(tmp_path, monkeypatch):
     monkeypatch.setenv("VLLM_ADVISOR_MAX_INPUT_MB", "0.5")
     message = _error(REAL_VLLM)
-    assert "over the 1 MB limit" in message and "VLLM_ADVISOR_MAX_INPUT_MB" in message
+    assert "over the 0.5 MiB limit" in message and "VLLM_ADVISOR_MAX_INPUT_MB" in message
 
 
 def test_huge_file_is_refused_before_it_is_read(tmp_path, monkeypatch):
@@ -128,7 +128,7 @@ def test_huge_file_is_refused_before_it_is_read(tmp_path, monkeypatch):
     start = time.perf_counter()
     message = _error(path)
     assert time.perf_counter() - start < 1.0
-    assert "file is 524 MB, over the 268 MB limit" in message
+    assert "file is 500 MiB, over the 400 MiB limit" in message
 
 
 def test_unknown_json_shape_lists_every_format_tried(tmp_path):

@@ -41,7 +41,7 @@ def check_readable(path: str | Path, max_bytes: int | None = None) -> Path:
     limit = max_bytes if max_bytes is not None else max_input_bytes()
     if size > limit:
         raise InputFileError(
-            f"file is {size / 1e6:.0f} MB, over the {limit / 1e6:.0f} MB limit "
+            f"file is {size / 2**20:.0f} MiB, over the {limit / 2**20:g} MiB limit "
             "(set VLLM_ADVISOR_MAX_INPUT_MB to raise it)",
             source=str(path),
         )
