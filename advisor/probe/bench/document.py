@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import orjson
 import yaml
 
 from ...errors import InputFileError
@@ -67,9 +68,19 @@ def read_document(path: str | Path, max_bytes: int | None = None) -> InputDocume
     return _parse_other(p, text)
 
 
+def _loads(text: str):
+    """orjson for speed (a 330 MB detailed bench file: ~3x faster than the standard library);
+    the standard library for what orjson refuses (NaN and Infinity, which Python's json writes) and
+    for its line/column error messages."""
+    try:
+        return orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return json.loads(text)
+
+
 def _parse_json(path: Path, text: str) -> InputDocument:
     try:
-        return InputDocument(path, "json", json.loads(text))
+        return InputDocument(path, "json", _loads(text))
     except json.JSONDecodeError as exc:
         whole_error = exc
     lines = [(number, line) for number, line in enumerate(text.splitlines(), 1) if line.strip()]
