@@ -198,3 +198,29 @@ def test_seed_100_clients_look_like_40_because_the_kv_cache_binds(seed_predictio
     # The whole server produces far less than concurrency x per-request speed.
     assert runs[40].output_throughput_tok_s < 0.25 * 40 * d40
     assert math.isfinite(runs[100].ttft_ms.median) and runs[100].ttft_ms.median > runs[40].ttft_ms.median
+
+
+@pytest.mark.parametrize(
+    "model,gpu,args,work",
+    [
+        ("Qwen/Qwen2.5-32B-Instruct", "H800", {"tensor_parallel_size": 2}, (63000, 1000, 60, 40, None)),
+        ("Qwen/Qwen2.5-32B-Instruct", "H800", {"tensor_parallel_size": 2}, (63000, 1000, 30, None, 0.05)),
+        ("meta-llama/Llama-3.1-8B-Instruct", "L4", {"max_model_len": 16384}, (8000, 2000, 32, 32, None)),
+        ("meta-llama/Llama-3.1-8B-Instruct", "H100", {}, (1000, 300, 200, None, 20.0)),
+    ],
+    ids=["kv-bound-closed-loop", "open-loop", "preempting", "short-open-loop"],
+)
+def test_fast_forward_changes_nothing(model, gpu, args, work):
+    """Folding identical decode steps must give exactly the step-by-step timelines."""
+    from vllm_advisor.perf.simulator import Workload, simulate
+
+    em = engine(model, gpu, 2 if args.get("tensor_parallel_size") == 2 else 1, "0.8.5", needed=work[0] + work[1], **args)
+    w = Workload(*work)
+    slow = simulate(em.limits, em.step, w, fast_forward=False)
+    fast = simulate(em.limits, em.step, w, fast_forward=True)
+    assert len(fast.steps) < len(slow.steps)
+    assert sum(s.count for s in fast.steps) == len(slow.steps)
+    assert fast.total_preemptions == slow.total_preemptions
+    for a, b in zip(slow.requests, fast.requests):
+        assert a.num_generated == b.num_generated and a.preemptions == b.preemptions
+        assert b.token_times == pytest.approx(a.token_times, rel=1e-9, abs=1e-9)

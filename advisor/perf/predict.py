@@ -195,9 +195,9 @@ def _attach_server_view(run: BenchmarkRun, result: SimResult, engine: EngineMode
             "server_waiting_mean": sum(s.waiting * s.duration for s in steps) / total,
             "server_kv_usage_pct_mean": 100.0 * sum(s.kv_blocks_used * s.duration for s in steps) / total / blocks,
             "server_preemptions": result.total_preemptions,
-            "steps": len(steps),
-            "mixed_step_ms_mean": 1e3 * sum(s.duration for s in mixed) / len(mixed) if mixed else None,
-            "decode_only_step_ms_mean": 1e3 * sum(s.duration for s in pure) / len(pure) if pure else None,
+            "steps": sum(s.count for s in steps),
+            "mixed_step_ms_mean": 1e3 * sum(s.duration for s in mixed) / sum(s.count for s in mixed) if mixed else None,
+            "decode_only_step_ms_mean": 1e3 * sum(s.duration for s in pure) / sum(s.count for s in pure) if pure else None,
             "share_of_time_in_mixed_steps": sum(s.duration for s in mixed) / total,
         }
     )

@@ -117,6 +117,7 @@ class StepRecord:
     running: int
     waiting: int
     kv_blocks_used: int
+    count: int = 1  # identical decode-only steps folded into one record (see Simulator._fast_forward)
 
 
 @dataclass
@@ -135,7 +136,10 @@ class SimResult:
 class Simulator:
     """Runs one load point. Use :func:`simulate` unless you need the object."""
 
-    def __init__(self, limits: SchedulerLimits, step_cost: StepCost, workload: Workload, max_steps: int = 2_000_000):
+    def __init__(
+        self, limits: SchedulerLimits, step_cost: StepCost, workload: Workload, max_steps: int = 2_000_000, fast_forward: bool = True
+    ):
+        self.fast_forward = fast_forward
         self.limits = limits
         self.step_cost = step_cost
         self.workload = workload
@@ -150,6 +154,7 @@ class Simulator:
         self.steps: list[StepRecord] = []
         self.now = 0.0
         self.preemptions = 0
+        self._preempted_in_step = False
         # Shared-prefix cache: blocks of the common prefix, computed once and then shared.
         self.prefix_blocks_cached = 0
         self.prefix_holders = 0
@@ -256,6 +261,7 @@ class Simulator:
     # -- one step -----------------------------------------------------------------------------
 
     def _preempt_last(self) -> SimRequest:
+        self._preempted_in_step = True
         victim = self.running.pop()
         self._release(victim, keep_cached=True)
         victim.num_computed = 0
@@ -265,6 +271,7 @@ class Simulator:
         return victim
 
     def _schedule(self) -> list[tuple[SimRequest, int]]:
+        self._preempted_in_step = False
         lim = self.limits
         budget = lim.max_num_batched_tokens
         scheduled: list[tuple[SimRequest, int]] = []
@@ -357,7 +364,8 @@ class Simulator:
             self.cached_free += own
             self.cached_segments = OrderedDict(saved_segments or [])
 
-    def _run_step(self, scheduled: list[tuple[SimRequest, int]]) -> None:
+    def _run_step(self, scheduled: list[tuple[SimRequest, int]]) -> bool:
+        """Run one step; True when it was decode-only and nothing finished (fast-forward may follow)."""
         num_decodes = 0
         ctx_sum = 0
         chunks: list[tuple[int, int]] = []
@@ -395,6 +403,77 @@ class Simulator:
             self.running.remove(r)
             self._release(r)
             self._on_finish(r)
+        return not chunks and not finished and num_decodes == len(self.running)
+
+    def _fast_forward(self) -> None:
+        """Run many identical decode-only steps at once.
+
+        After a decode-only step in which nothing was admitted, preempted or finished, the next steps
+        are the same batch with every context one token longer, until a request finishes, the free
+        blocks run out (the step that would preempt runs normally), or a request arrives: the waiting
+        queue stays blocked (free blocks only shrink; the token budget and running count are fixed). Step time is linear in the summed context
+        length (decode attention reads it; nothing else depends on it), so the k steps' end times
+        follow in closed form from two evaluations of the cost. This folds ~1,000 steps per request
+        into a few records without changing any result.
+        """
+        running = self.running
+        n = len(running)
+        if n == 0:
+            return
+        bs = self.limits.block_size
+        k = min(r.output_len - r.num_generated - 1 for r in running)
+        if k < 2:
+            return
+
+        def blocks_needed(steps: int) -> int:
+            return sum(max(0, -(-(r.num_computed + steps) // bs) - r.blocks - r.shared_blocks) for r in running)
+
+        if blocks_needed(k) > self.free_blocks:  # stop before the step whose allocation would fail
+            lo, hi = 0, k
+            while lo < hi:
+                mid = (lo + hi + 1) // 2
+                if blocks_needed(mid) <= self.free_blocks:
+                    lo = mid
+                else:
+                    hi = mid - 1
+            k = lo
+            if k < 2:
+                return
+        ctx0 = sum(r.num_computed + 1 for r in running)
+        c_first = float(self.step_cost(StepBatch(n, ctx0, ())))
+        c_last = float(self.step_cost(StepBatch(n, ctx0 + n * (k - 1), ())))
+        slope = (c_last - c_first) / (k - 1)
+        j = np.arange(1, k + 1, dtype=float)
+        ends = self.now + j * c_first + slope * j * (j - 1) / 2.0  # end time of each of the k steps
+        if self._arrivals is not None and self._next_arrival < len(self._arrivals):
+            limit = int(np.searchsorted(ends, self._arrivals[self._next_arrival], side="left"))
+            if limit < 2:
+                return
+            k = limit
+            ends = ends[:k]
+        self.steps.append(
+            StepRecord(
+                start=self.now,
+                duration=float(ends[-1] - self.now),
+                num_decodes=n,
+                prefill_tokens=0,
+                running=n,
+                waiting=len(self.waiting),
+                kv_blocks_used=self.limits.num_gpu_blocks - self.free_blocks,
+                count=k,
+            )
+        )
+        times = ends.tolist()
+        for r in running:
+            grow = max(0, -(-(r.num_computed + k) // bs) - r.blocks - r.shared_blocks)
+            if grow:
+                self.free_blocks -= grow
+                self._evict(grow)
+                r.blocks += grow
+            r.num_computed += k
+            r.num_generated += k
+            r.token_times.extend(times)
+        self.now = float(ends[-1])
 
     def run(self) -> SimResult:
         if self._arrivals is None:
@@ -420,7 +499,8 @@ class Simulator:
                     r.finish = self.now
                     self._on_finish(r)
                 continue
-            self._run_step(scheduled)
+            if self._run_step(scheduled) and self.fast_forward and not self._preempted_in_step:
+                self._fast_forward()
         else:
             raise RuntimeError(f"simulation did not finish within {self.max_steps} steps")
         return SimResult(
@@ -433,6 +513,8 @@ class Simulator:
         )
 
 
-def simulate(limits: SchedulerLimits, step_cost: StepCost | Callable[[StepBatch], float], workload: Workload) -> SimResult:
+def simulate(
+    limits: SchedulerLimits, step_cost: StepCost | Callable[[StepBatch], float], workload: Workload, *, fast_forward: bool = True
+) -> SimResult:
     """Simulate one load point and return every request's timeline and every step."""
-    return Simulator(limits, step_cost, workload).run()
+    return Simulator(limits, step_cost, workload, fast_forward=fast_forward).run()
