@@ -94,7 +94,7 @@ def test_refused_endpoint_exits_4_with_one_line():
 
 
 def test_usage_errors_exit_2():
-    proc = _subprocess("estimate", "run", "--model", "Qwen2.5-7B", "--gpu", "H100")
+    proc = _subprocess("estimate", "--model", "Qwen2.5-7B", "--gpu", "H100")
     assert proc.returncode == 2
     assert "--input-len" in proc.stderr and "Traceback" not in proc.stderr
     assert _subprocess("probe", "no-such-command").returncode == 2
@@ -164,16 +164,30 @@ def test_estimate_commands_on_the_seed_profile():
     mem = json.loads(run("estimate", "memory", "--profile", str(SEED), "--vllm-version", "0.8.5", "--json").output)
     assert mem["memory"]["kv_bytes_per_token"] == 131072
     assert 4.5 < mem["memory"]["max_concurrency"] < 6.5
-    predicted = json.loads(run("estimate", "run", "--profile", str(SEED), "--vllm-version", "0.8.5", "--concurrency", "1", "--num-prompts", "2", "--json").output)
-    assert predicted["runs"][0]["format"] == "model"
-    assert predicted["runs"][0]["request_output_tok_s"]["mean"] == pytest.approx(40, rel=0.25)
-    whatif = json.loads(run("estimate", "whatif", "kv_cache_dtype=fp8", "--profile", str(SEED), "--vllm-version", "0.8.5", "--concurrency", "40", "--num-prompts", "60", "--json").output)
+    predicted = json.loads(run("estimate", "--profile", str(SEED), "--vllm-version", "0.8.5", "--concurrency", "1", "--num-prompts", "2", "--no-calibrate", "--json").output)
+    assert predicted["predicted"][0]["format"] == "model"
+    assert predicted["predicted"][0]["metadata"]["calibrated"] is False
+    assert predicted["calibration"]["calibrated"] is False
+    assert predicted["predicted"][0]["request_output_tok_s"]["mean"] == pytest.approx(40, rel=0.25)
+    assert [m["offered_concurrency"] for m in predicted["measured"]] == [1, 40, 100]
+    whatif = json.loads(run("estimate", "--what-if", "kv_cache_dtype=fp8", "--profile", str(SEED), "--vllm-version", "0.8.5", "--concurrency", "40", "--num-prompts", "60", "--no-calibrate", "--json").output)["what_if"]
     assert whatif["memory_after"]["kv_cache_tokens"] == pytest.approx(2 * whatif["memory_before"]["kv_cache_tokens"], rel=0.01)
     running = next(d for d in whatif["points"][0]["deltas"] if d["figure"].startswith("requests running"))
     assert running["after"] > 1.6 * running["before"]
     step = json.loads(run("estimate", "step", "--model", "Qwen2.5-32B", "--gpu", "H800", "--tp", "2", "--decode", "4@63000", "--prefill", "2048@40000", "--json").output)
     parts = sum(step[k] for k in ("gemm_ms", "attn_decode_ms", "attn_prefill_ms", "comm_ms", "lm_head_ms", "overhead_ms"))
     assert step["total_ms"] == pytest.approx(parts)
+
+
+def test_estimate_calibrates_to_the_profile_and_flags_unreachable_figures():
+    data = json.loads(run("estimate", "--profile", str(SEED), "--vllm-version", "0.8.5", "--json").output)
+    cal = data["calibration"]
+    assert cal["calibrated"] is True and all(r["metadata"]["calibrated"] for r in data["predicted"])
+    assert cal["rms_log_error_after"] <= cal["rms_log_error_before"]
+    # 40 clients x 22 tok/s = 880 tok/s is beyond two H800s for unique 63K prompts: the fit cannot reach it.
+    thr = next(r for r in cal["residuals"] if r["load"] == "c=40" and r["figure"] == "output_throughput_tok_s")
+    assert thr["ratio"] < 0.3
+    assert cal["at_bound"]
 
 
 def test_unknown_model_or_gpu_is_one_line_with_suggestions():

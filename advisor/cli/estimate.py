@@ -113,9 +113,72 @@ def resolve_workload(case: CaseFile | None, input_len, output_len, concurrency, 
     return input_len, output_len, unique, prefix
 
 
-@click.group()
-def estimate() -> None:
-    """Predict memory, step time and load points with the performance model."""
+@click.group(invoke_without_command=True)
+@deployment_options
+@workload_options
+@click.option("--what-if", "what_ifs", multiple=True, metavar="KEY=VALUE", help="A change to predict, e.g. --what-if kv_cache_dtype=fp8 (repeatable; all applied together).")
+@click.option("--attach", "attachments", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="Benchmark result files measured on this deployment (repeatable).")
+@click.option("--calibrate/--no-calibrate", default=True, show_default=True, help="Fit the efficiency factors to the measured load points, within physical bounds.")
+@json_option
+@click.pass_context
+def estimate(ctx, what_ifs, attachments, calibrate, as_json, input_len, output_len, concurrency, request_rate, num_prompts, shared_prefix_len, **kw) -> None:
+    """Predict KV capacity and every load point of a deployment, measured and predicted side by side.
+
+    \b
+    vllm-advisor estimate --profile case.yaml --concurrency 1,40,100
+    vllm-advisor estimate --model Qwen2.5-32B --gpu H800 --tp 2 --input-len 63000 --output-len 1000 --concurrency 1,40
+    vllm-advisor estimate --profile case.yaml --what-if kv_cache_dtype=fp8 --what-if max_num_batched_tokens=16384
+
+    Sub-commands: `estimate memory` (the memory budget only), `estimate step` (one engine step).
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    from ..perf.calibrate import calibrate as fit
+    from ..perf.predict import build_engine_model, predict_load_point
+    from ..perf.whatif import what_if
+    from ..probe.bench import load_runs, observations_to_runs
+
+    dep, args, case = resolve_deployment(**kw)
+    input_len, output_len, points, prefix = resolve_workload(case, input_len, output_len, concurrency, request_rate, shared_prefix_len)
+    measured = observations_to_runs(case.observations, case.source or "profile") if case else []
+    for path in attachments:
+        measured.extend(load_runs(path))
+    em = build_engine_model(dep, args, needed_model_len=input_len + output_len)
+    calibration = None
+    if calibrate and measured:
+        calibration = fit(em, measured, input_len=input_len, output_len=output_len)
+        if calibration.calibrated:
+            em.step.eff = calibration.efficiency
+    label = "calibrated" if calibration and calibration.calibrated else "uncalibrated"
+    runs = []
+    for p in points:
+        run = predict_load_point(em, p, input_len=input_len, output_len=output_len, num_prompts=num_prompts, shared_prefix_len=prefix)[0]
+        run.metadata["calibrated"] = label == "calibrated"
+        runs.append(run)
+    whatif = None
+    if what_ifs:
+        whatif = what_if(dep, args, list(what_ifs), points, input_len=input_len, output_len=output_len, num_prompts=num_prompts, shared_prefix_len=prefix, efficiency=em.step.eff)
+    data = {
+        "config": em.config,
+        "memory": em.memory,
+        "calibration": calibration.to_dict() if calibration else {"calibrated": False, "notes": ["no measured load points: sourced default efficiencies"]},
+        "predicted": runs,
+        "measured": measured,
+        "what_if": whatif.to_dict() if whatif else None,
+        "notes": em.notes,
+    }
+
+    def show(_):
+        parts = [render_memory(em), render_predicted(runs, label)]
+        if measured:
+            parts.append(render.bench_table(measured, "Measured load points (from the profile and attachments)"))
+        if calibration:
+            parts.append(render_calibration(calibration))
+        if whatif:
+            parts.append(render_whatif(whatif))
+        return Group(*parts)
+
+    emit(data, as_json, show)
 
 
 @estimate.command("memory")
@@ -153,26 +216,20 @@ def render_memory(em) -> Group:
     return Group(facts, *[Text(n, style="yellow") for n in m.notes + em.notes])
 
 
-@estimate.command("run")
-@deployment_options
-@workload_options
-@json_option
-def run_cmd(as_json: bool, input_len, output_len, concurrency, request_rate, num_prompts, shared_prefix_len, **kw) -> None:
-    """Simulate load points and predict what `vllm bench serve` would measure."""
-    from ..perf.predict import build_engine_model, predict_load_point
-
-    dep, args, case = resolve_deployment(**kw)
-    input_len, output_len, points, prefix = resolve_workload(case, input_len, output_len, concurrency, request_rate, shared_prefix_len)
-    em = build_engine_model(dep, args, needed_model_len=input_len + output_len)
-    runs = [
-        predict_load_point(em, p, input_len=input_len, output_len=output_len, num_prompts=num_prompts, shared_prefix_len=prefix)[0]
-        for p in points
-    ]
-    emit({"memory": em.memory, "config": em.config, "runs": runs, "notes": em.notes}, as_json, lambda _: Group(render_memory(em), render_predicted(runs)))
+def render_calibration(cal) -> Group:
+    if not cal.calibrated:
+        return Group(*[Text(n, style="dim") for n in cal.notes])
+    table = Table(title=f"Calibration: decode x{cal.decode_scale:.2f}, prefill x{cal.prefill_scale:.2f} (measured vs predicted)", title_justify="left")
+    for col in ("load", "figure", "measured", "predicted", "predicted / measured"):
+        table.add_column(col, justify="left" if col in ("load", "figure") else "right")
+    for r in cal.residuals:
+        off = abs(math.log(r.ratio)) > math.log(1.5)
+        table.add_row(r.load, r.figure, render.fmt(r.measured), render.fmt(r.predicted), Text(f"{r.ratio:.2f}", style="red" if off else "green"))
+    return Group(table, *[Text(n, style="yellow" if "bound" in n else "dim") for n in cal.notes])
 
 
-def render_predicted(runs) -> Group:
-    table = render.bench_table(runs, "Predicted load points (model; same definitions as `probe load`)")
+def render_predicted(runs, label: str = "uncalibrated") -> Group:
+    table = render.bench_table(runs, f"Predicted load points (model, {label}; same definitions as `probe load`)")
     server = Table(title="Server view in the simulation (time-weighted)", title_justify="left")
     for col in ("load", "running\nmean/max", "waiting\nmean", "KV\nusage %", "pre-\nempted", "decode\nstep ms", "step with\nchunk ms", "share\nof time"):
         server.add_column(col, justify="right" if col != "load" else "left")
@@ -190,27 +247,6 @@ def render_predicted(runs) -> Group:
         )
     notes = [Text(f"{r.load_label}: {n}", style="dim") for r in runs for n in r.notes]
     return Group(table, server, *notes)
-
-
-@estimate.command("whatif")
-@click.argument("changes", nargs=-1, required=True)
-@deployment_options
-@workload_options
-@json_option
-def whatif_cmd(changes, as_json: bool, input_len, output_len, concurrency, request_rate, num_prompts, shared_prefix_len, **kw) -> None:
-    """Predict the effect of changes (KEY=VALUE ...) at each load point.
-
-    \b
-    Keys: any engine argument (kv_cache_dtype=fp8, max_num_batched_tokens=16384,
-    max_num_seqs=16, gpu_memory_utilization=0.95, max_model_len=65536, ...),
-    tp=, pp=, dp=, num_gpus=, gpu=, and disagg=PxD (prefill x decode engines).
-    """
-    from ..perf.whatif import what_if
-
-    dep, args, case = resolve_deployment(**kw)
-    input_len, output_len, points, prefix = resolve_workload(case, input_len, output_len, concurrency, request_rate, shared_prefix_len)
-    result = what_if(dep, args, list(changes), points, input_len=input_len, output_len=output_len, num_prompts=num_prompts, shared_prefix_len=prefix)
-    emit(result.to_dict(), as_json, lambda _: render_whatif(result))
 
 
 def render_whatif(result) -> Group:

@@ -24,6 +24,7 @@ from ..errors import UsageError
 from ..schema import BenchmarkRun, Deployment, Distribution, EngineArgs
 from .predict import EngineModel, LoadPoint, build_engine_model, predict_load_point
 from .simulator import StepBatch, Workload, simulate
+from .step_time import Efficiency
 from .summary import sim_to_run
 
 #: what-if keys that are deployment facts rather than engine arguments
@@ -162,12 +163,13 @@ def what_if(
     output_len: int,
     num_prompts: int | None = None,
     shared_prefix_len: int = 0,
+    efficiency: Efficiency | None = None,
 ) -> WhatIfResult:
-    """Predict every load point before and after the changes."""
+    """Predict every load point before and after the changes (with ``efficiency`` if calibrated)."""
     needed = input_len + output_len
-    base = build_engine_model(deployment, args, needed_model_len=needed)
+    base = build_engine_model(deployment, args, needed_model_len=needed, efficiency=efficiency)
     dep2, args2, special = apply_changes(deployment, args, changes)
-    changed = build_engine_model(dep2, args2, needed_model_len=needed)
+    changed = build_engine_model(dep2, args2, needed_model_len=needed, efficiency=efficiency)
     notes = list(dict.fromkeys(base.notes + changed.notes))
     result_points = []
     for point in points:
