@@ -224,3 +224,73 @@ def test_fast_forward_changes_nothing(model, gpu, args, work):
     for a, b in zip(slow.requests, fast.requests):
         assert a.num_generated == b.num_generated and a.preemptions == b.preemptions
         assert b.token_times == pytest.approx(a.token_times, rel=1e-9, abs=1e-9)
+
+
+def _real_server_logs(shared):
+    logs = sorted((shared / "fixtures/real-logs").glob("*.log")) + sorted((shared / "fixtures/vllm-cpu-real/logs").glob("server_*.log"))
+    return logs
+
+
+def test_maximum_concurrency_of_real_server_logs_is_reproduced(shared_dir):
+    """From each real log's KV cache size, block size and max_model_len, the model's formula gives the
+    same "Maximum concurrency" vLLM printed (to its two decimals)."""
+    from vllm_advisor.perf.memory import blocks_from_kv_tokens, max_concurrency
+    from vllm_advisor.probe.serverlog import parse_server_log
+
+    checked = 0
+    for path in _real_server_logs(shared_dir):
+        info = parse_server_log(path)
+        if info.kv_cache_tokens is None or info.max_concurrency is None:
+            continue
+        block = info.block_size or int(info.non_default_args.get("block_size", 0)) or 128
+        length = info.max_concurrency_tokens_per_request
+        blocks = blocks_from_kv_tokens(info.kv_cache_tokens, length, block)
+        assert round(max_concurrency(blocks, length, block), 2) == pytest.approx(info.max_concurrency, abs=0.005), path.name
+        checked += 1
+    assert checked >= 4
+
+
+def test_kv_bytes_per_token_for_every_catalog_model_is_exact():
+    """Hand computation from each model's public config: 2 (K,V) x layers x kv_heads x head_dim x 2 bytes
+    for GQA/MHA; layers x (kv_lora_rank + rope dims) x 2 bytes for MLA; nothing else enters."""
+    from vllm_advisor.perf.catalog import list_models
+
+    gqa = lambda layers, kv_heads, head_dim: 2 * layers * kv_heads * head_dim * 2  # noqa: E731
+    hand = {  # from each model's config.json: num_hidden_layers, num_key_value_heads, head_dim
+        "DeepSeek-R1": 61 * (512 + 64) * 2,  # MLA: kv_lora_rank + qk_rope_head_dim
+        "DeepSeek-V3": 61 * (512 + 64) * 2,
+        "DeepSeek-R1-Distill-Qwen-32B": gqa(64, 8, 128),
+        "GLM-4-9B-Chat": gqa(40, 2, 128),
+        "GLM-4.5": gqa(92, 8, 128),
+        "GLM-4.5-Air": gqa(46, 8, 128),
+        "Llama-3.1-405B-Instruct": gqa(126, 8, 128),
+        "Llama-3.1-70B-Instruct": gqa(80, 8, 128),
+        "Llama-3.1-8B-Instruct": gqa(32, 8, 128),
+        "Llama-3.2-3B-Instruct": gqa(28, 8, 128),
+        "Llama-3.3-70B-Instruct": gqa(80, 8, 128),
+        "Mistral-7B-Instruct-v0.3": gqa(32, 8, 128),
+        "Mistral-Small-24B-Instruct-2501": gqa(40, 8, 128),
+        "Mixtral-8x22B-Instruct-v0.1": gqa(56, 8, 128),
+        "Mixtral-8x7B-Instruct-v0.1": gqa(32, 8, 128),
+        "QwQ-32B": gqa(64, 8, 128),
+        "Qwen2.5-7B-Instruct": gqa(28, 4, 128),
+        "Qwen2.5-14B-Instruct": gqa(48, 8, 128),
+        "Qwen2.5-32B-Instruct": gqa(64, 8, 128),
+        "Qwen2.5-72B-Instruct": gqa(80, 8, 128),
+        "Qwen3-8B": gqa(36, 8, 128),
+        "Qwen3-14B": gqa(40, 8, 128),
+        "Qwen3-32B": gqa(64, 8, 128),
+        "Qwen3-30B-A3B": gqa(48, 4, 128),
+        "Qwen3-235B-A22B": gqa(94, 4, 128),
+        "gemma-2-9b-it": gqa(42, 8, 256),
+        "gemma-2-27b-it": gqa(46, 16, 128),
+        "gemma-3-27b-it": gqa(62, 16, 128),
+        "gpt-oss-20b": gqa(24, 8, 64),
+        "gpt-oss-120b": gqa(36, 8, 64),
+        "phi-4": gqa(40, 10, 128),
+    }
+    models = {m.name: m for m in list_models()}
+    assert set(models) == set(hand), "a catalog model without a hand-computed KV size"
+    for name, expected in hand.items():
+        assert models[name].kv_bytes_per_token(2) == expected, name
+    assert models["Qwen2.5-32B-Instruct"].kv_bytes_per_token(1, tp=2) == gqa(64, 4, 128) / 2  # fp8 KV, TP2

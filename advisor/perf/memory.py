@@ -100,6 +100,26 @@ class MemoryEstimate(BaseModel):
         return self.num_gpu_blocks / blocks if blocks else math.inf
 
 
+def max_concurrency(num_blocks: int, max_model_len: int, block_size: int) -> float:
+    """vLLM's "Maximum concurrency for L tokens per request" for full-attention layers:
+    ``num_blocks / ceil(L / block_size)`` (vllm/v1/core/kv_cache_utils.py,
+    get_max_concurrency_for_kv_cache_config)."""
+    per_request = math.ceil(max_model_len / block_size)
+    return num_blocks / per_request if per_request else math.inf
+
+
+def blocks_from_kv_tokens(kv_tokens: int, max_model_len: int, block_size: int) -> int:
+    """Invert the "GPU KV cache size: N tokens" line: vLLM prints ``int(concurrency x L)``, which for
+    full attention is the block count times the block size (to within one block's rounding)."""
+    per_request = math.ceil(max_model_len / block_size)
+    # N = int(blocks / per_request * L); the nearest block count that reproduces N.
+    guess = round(kv_tokens * per_request / max_model_len)
+    for candidate in (guess, guess + 1, guess - 1):
+        if int(candidate / per_request * max_model_len) == kv_tokens:
+            return candidate
+    return guess
+
+
 def weight_bytes_per_param(model: ModelSpec, quantization: str | None, dtype: str | None) -> float:
     key = (quantization or dtype or model.dtype or "bfloat16").lower()
     if key not in WEIGHT_BYTES:
@@ -161,7 +181,10 @@ def estimate_memory(
     sliding_tokens = min(L, window + block) if window else L
     blocks_sliding = math.ceil(sliding_tokens / block) * sliding_bpt * block
     per_request_bytes = blocks_full + blocks_sliding
-    max_conc = (num_blocks * block_bytes) / per_request_bytes if per_request_bytes else math.inf
+    if sliding_bpt:
+        max_conc = (num_blocks * block_bytes) / per_request_bytes if per_request_bytes else math.inf
+    else:
+        max_conc = max_concurrency(num_blocks, L, block)
     kv_tokens = int(max_conc * L) if sliding_bpt else num_blocks * block
     fits = kv_gib > 0 and max_conc >= 1.0
     if kv_gib <= 0:
