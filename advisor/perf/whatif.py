@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 
 from ..errors import UsageError
+from ..scalars import parse_scalar
 from ..schema import BenchmarkRun, Deployment, Distribution, EngineArgs
 from .predict import EngineModel, LoadPoint, build_engine_model, predict_load_point
 from .simulator import StepBatch, Workload, simulate
@@ -63,7 +64,7 @@ def apply_changes(deployment: Deployment, args: EngineArgs, changes: list[str]) 
         elif key in EngineArgs.model_fields and key not in ("extra", "env"):
             try:
                 merged = new_args.model_dump()
-                merged[key] = _coerce(value)
+                merged[key] = parse_scalar(value, booleans=True)
                 new_args = EngineArgs.model_validate(merged)
             except ValueError as exc:
                 raise UsageError(f"what-if {key}={value}: {str(exc).splitlines()[-1].strip()}") from None
@@ -74,22 +75,6 @@ def apply_changes(deployment: Deployment, args: EngineArgs, changes: list[str]) 
         per_engine = (new_args.tensor_parallel_size or 1) * (new_args.pipeline_parallel_size or 1)
         dep.num_gpus = max(dep.num_gpus or per_engine, per_engine * (new_args.data_parallel_size or 1))
     return dep, new_args, special
-
-
-def _coerce(value: str) -> Any:
-    low = value.lower()
-    if low in ("true", "yes", "on"):
-        return True
-    if low in ("false", "no", "off"):
-        return False
-    try:
-        return int(value)
-    except ValueError:
-        pass
-    try:
-        return float(value)
-    except ValueError:
-        return value
 
 
 @dataclass

@@ -22,6 +22,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ...scalars import parse_scalar
 from ...errors import InputFileError
 from ...schema import BenchmarkRun, Distribution, LatencyFigures, Observation
 from .base import BenchFormat, Detection
@@ -131,19 +132,7 @@ def _case_observations(document: InputDocument) -> list[Observation]:
 
 
 def _csv_cell(text: str | None) -> Any:
-    if text is None:
-        return None
-    value = text.strip()
-    if value == "" or value.lower() in ("null", "none", "na", "n/a", "-"):
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        pass
-    try:
-        return float(value)
-    except ValueError:
-        return value
+    return None if text is None else parse_scalar(text, nulls=True)
 
 
 def _csv_observations(document: InputDocument) -> list[Observation]:
