@@ -16,6 +16,7 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/vllm-advisor probe load examples/seed-qwen32b-h800-long-input.yaml
+	$(BIN)/vllm-advisor estimate --profile examples/seed-qwen32b-h800-long-input.yaml
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

@@ -225,7 +225,10 @@ def render_calibration(cal) -> Group:
     for r in cal.residuals:
         off = abs(math.log(r.ratio)) > math.log(1.5)
         table.add_row(r.load, r.figure, render.fmt(r.measured), render.fmt(r.predicted), Text(f"{r.ratio:.2f}", style="red" if off else "green"))
-    return Group(table, *[Text(n, style="yellow" if "bound" in n else "dim") for n in cal.notes])
+    for r in cal.unreachable:
+        table.add_row(r.load, r.figure + " *", render.fmt(r.measured), render.fmt(r.predicted), Text(f"{r.ratio:.2f}", style="bold red"))
+    legend = [Text("* not reachable within physical bounds: left out of the fit", style="red")] if cal.unreachable else []
+    return Group(table, *legend, *[Text(n, style="yellow" if "bound" in n else "dim") for n in cal.notes])
 
 
 def render_predicted(runs, label: str = "uncalibrated") -> Group:

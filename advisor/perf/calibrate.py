@@ -29,6 +29,9 @@ from .step_time import Efficiency
 #: Bounds of every fitted efficiency (fraction of datasheet peak).
 EFFICIENCY_BOUNDS = (0.2, 0.95)
 
+#: A measured figure further than this factor from the best fit is set aside as unreachable.
+UNREACHABLE_RATIO = 2.5
+
 #: Figures compared, with how to read them from a BenchmarkRun.
 FIGURES: dict[str, Callable[[BenchmarkRun], float | None]] = {
     "ttft_ms.mean": lambda r: r.ttft_ms.mean if r.ttft_ms else None,
@@ -64,6 +67,7 @@ class CalibrationResult:
     rms_log_error_before: float | None = None
     rms_log_error_after: float | None = None
     residuals: list[Residual] = field(default_factory=list)
+    unreachable: list[Residual] = field(default_factory=list)
     at_bound: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -76,6 +80,10 @@ class CalibrationResult:
             "rms_log_error_before": self.rms_log_error_before,
             "rms_log_error_after": self.rms_log_error_after,
             "at_bound": self.at_bound,
+            "unreachable": [
+                {"load": r.load, "figure": r.figure, "measured": r.measured, "predicted": r.predicted, "ratio": r.ratio}
+                for r in self.unreachable
+            ],
             "residuals": [
                 {"load": r.load, "figure": r.figure, "measured": r.measured, "predicted": r.predicted, "ratio": r.ratio}
                 for r in self.residuals
@@ -138,13 +146,16 @@ def calibrate(
         finally:
             engine.step.eff = base
 
-    def residuals(eff: Efficiency) -> list[Residual]:
+    excluded: set[tuple[str, str]] = set()
+
+    def residuals(eff: Efficiency, include_excluded: bool = False) -> list[Residual]:
         out = []
         for run, pred in predict_all(eff):
             for name, get in FIGURES.items():
                 m, q = get(run), get(pred)
-                if m and q and m > 0 and q > 0:
-                    out.append(Residual(_point_of(run).label, name, m, q))
+                key = (_point_of(run).label, name)
+                if m and q and m > 0 and q > 0 and (include_excluded or key not in excluded):
+                    out.append(Residual(key[0], name, m, q))
         return out
 
     def loss(res: list[Residual]) -> float:
@@ -159,24 +170,38 @@ def calibrate(
         return cache[key]
 
     before = residuals(base)
+    loss_before = loss(before)
     if not before:
         return CalibrationResult(calibrated=False, efficiency=base, notes=["the measured and predicted load points share no figure: uncalibrated"])
     d_lo, d_hi = _scale_bounds(base, ("eff_mem", "eff_attn_decode"))
     p_lo, p_hi = _scale_bounds(base, ("eff_gemm", "eff_attn_prefill"))
-    d, p = 1.0, 1.0
-    for _ in range(rounds):
-        d = _golden(lambda x: objective(x, p), d_lo, d_hi, evaluations_per_search)
-        p = _golden(lambda x: objective(d, x), p_lo, p_hi, evaluations_per_search)
+    def search() -> tuple[float, float]:
+        d, p = 1.0, 1.0
+        for _ in range(rounds):
+            d = _golden(lambda x: objective(x, p), d_lo, d_hi, evaluations_per_search)
+            p = _golden(lambda x: objective(d, x), p_lo, p_hi, evaluations_per_search)
+        return d, p
+
+    d, p = search()
+    # Figures still off by more than UNREACHABLE_RATIO at the best fit cannot be produced by this
+    # hardware as modelled: set them aside (they are evidence, reported below) and fit the rest.
+    far = [r for r in residuals(scaled_efficiency(base, d, p)) if abs(math.log(r.ratio)) > math.log(UNREACHABLE_RATIO)]
+    if far and len(far) < len(before):
+        excluded.update((r.load, r.figure) for r in far)
+        cache.clear()
+        d, p = search()
     eff = scaled_efficiency(base, d, p)
-    after = residuals(eff)
+    everything = residuals(eff, include_excluded=True)
+    after = [r for r in everything if (r.load, r.figure) not in excluded]
     result = CalibrationResult(
         calibrated=True,
         decode_scale=d,
         prefill_scale=p,
         efficiency=eff,
-        rms_log_error_before=loss(before),
+        rms_log_error_before=loss_before if not excluded else loss([r for r in before if (r.load, r.figure) not in excluded]),
         rms_log_error_after=loss(after),
         residuals=after,
+        unreachable=[r for r in everything if (r.load, r.figure) in excluded],
     )
     for name, value, lo, hi in (("decode_scale", d, d_lo, d_hi), ("prefill_scale", p, p_lo, p_hi)):
         if value <= lo * 1.02 or value >= hi * 0.98:
@@ -185,6 +210,12 @@ def calibrate(
         result.notes.append(
             f"{', '.join(result.at_bound)} hit the physical bounds: some measured figures are beyond what this hardware can do "
             "as modelled; read the residuals"
+        )
+    if result.unreachable:
+        listed = ", ".join(f"{r.load} {r.figure} (measured {r.measured:g}, model {r.predicted:.3g})" for r in result.unreachable)
+        result.notes.append(
+            f"{len(result.unreachable)} measured figure(s) stayed more than {UNREACHABLE_RATIO:g}x from the best fit within "
+            f"physical bounds and were left out of it (evidence about those figures, not the hardware): {listed}"
         )
     result.notes.append(
         f"fitted on {len(after)} figure(s) at {len(pairs)} load point(s): RMS log error {result.rms_log_error_before:.2f} -> {result.rms_log_error_after:.2f}"
