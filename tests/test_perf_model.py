@@ -294,3 +294,23 @@ def test_kv_bytes_per_token_for_every_catalog_model_is_exact():
     for name, expected in hand.items():
         assert models[name].kv_bytes_per_token(2) == expected, name
     assert models["Qwen2.5-32B-Instruct"].kv_bytes_per_token(1, tp=2) == gqa(64, 4, 128) / 2  # fp8 KV, TP2
+
+
+def test_model_against_a_real_benchmark_and_its_calibration(fixtures_dir):
+    """Llama-3.3-70B, TP8 on 8x A100-40GB, ShareGPT at 4 req/s (surajssd/llm-k8s, vLLM 0.8.3 client).
+    Uncalibrated, from datasheets: TTFT and TPOT within 40%. Calibrated to the same file: within 10%."""
+    from vllm_advisor.perf.calibrate import calibrate
+    from vllm_advisor.probe.bench import load_runs
+
+    measured = load_runs(fixtures_dir / "real-bench/vllm-bench/llm-k8s_llama33-70b_tp8_qps04_vllm083_detailed.json")[0]
+    inl, outl = round(measured.input_len.mean), round(measured.output_len.mean)
+    em = engine("meta-llama/Llama-3.3-70B-Instruct", "A100-40GB", 8, "0.8.3", tensor_parallel_size=8)
+    pred, _ = predict_load_point(em, LoadPoint(request_rate=4.0), input_len=inl, output_len=outl, num_prompts=200)
+    assert pred.tpot_ms.mean == pytest.approx(measured.tpot_ms.mean, rel=0.4)
+    assert pred.ttft_ms.median == pytest.approx(measured.ttft_ms.median, rel=0.4)
+    cal = calibrate(em, [measured], input_len=inl, output_len=outl, num_prompts=200)
+    assert cal.calibrated and not cal.unreachable
+    assert cal.rms_log_error_after < 0.5 * cal.rms_log_error_before
+    assert all(abs(math.log(r.ratio)) < math.log(1.1) for r in cal.residuals)
+    lo, hi = 0.2, 0.95
+    assert all(lo <= v <= hi for v in (cal.efficiency.eff_mem, cal.efficiency.eff_gemm, cal.efficiency.eff_attn_decode, cal.efficiency.eff_attn_prefill))
