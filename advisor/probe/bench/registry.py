@@ -12,12 +12,13 @@ from pathlib import Path
 
 from ...errors import UnknownFormatError
 from ...schema import BenchmarkRun
-from . import aiperf, genai_perf, guidellm, llmperf, observations, vllm_bench
+from . import aiperf, genai_perf, guidellm, llmperf, observations, vllm_bench, vllm_bench_text
 from .base import BenchFormat
 from .document import InputDocument, read_document
 
 #: Every known format, in detection order. AIPerf comes before genai-perf because AIPerf's newer
-#: export imitates genai-perf's layout and is told apart by its extra keys.
+#: export imitates genai-perf's layout and is told apart by its extra keys. The console-output
+#: reader comes last: it claims only text holding the 'Serving Benchmark Result' banner.
 FORMATS: tuple[BenchFormat, ...] = (
     vllm_bench.FORMAT,
     guidellm.FORMAT,
@@ -25,6 +26,7 @@ FORMATS: tuple[BenchFormat, ...] = (
     genai_perf.FORMAT,
     llmperf.FORMAT,
     observations.FORMAT,
+    vllm_bench_text.FORMAT,
 )
 
 

@@ -285,6 +285,8 @@ class _BlockParser:
                     "that block is truncated",
                 )
             if not text:
+                if not any(line.strip() for line in self.lines[index + 1 :]):
+                    break  # only blank lines left: the file ends inside the block
                 raise self.error(
                     number,
                     f"the result block that starts at line {start} stops at an empty line before its "
@@ -328,7 +330,9 @@ class _BlockParser:
             self.block.unrecognised[label] = value
             return
         if key in self.stats:
-            raise self.error(number, f"{label!r} is printed twice in the block that starts at line {self.block.banner_line}")
+            raise self.error(
+                number, f"{label!r} is printed twice in the block that starts at line {self.block.banner_line}"
+            )
         self.stats[key] = label
         self.block.figures[key] = self._convert(number, label, value, parser)
 
@@ -515,6 +519,8 @@ def _block_to_run(block: ResultBlock, context: RunContext, source: str, index: i
     run.format = FORMAT_ID
     if achieved is not None:
         run.achieved_concurrency = achieved
+    if isinstance(result.get("endpoint"), str):
+        run.endpoint = result["endpoint"]
     run.metadata["block_lines"] = [block.banner_line, block.closing_line]
     if block.unrecognised:
         run.metadata["unrecognised_lines"] = dict(block.unrecognised)
