@@ -163,7 +163,7 @@ class BenchmarkRun(BaseModel):
         parts = []
         if self.offered_concurrency is not None:
             parts.append(f"c={self.offered_concurrency}")
-        if self.offered_request_rate is not None:
+        if self.offered_request_rate is not None and not (self.offered_concurrency is not None and math.isinf(self.offered_request_rate)):
             rate = self.offered_request_rate
             parts.append("rate=inf" if math.isinf(rate) else f"rate={rate:g}/s")
         return " ".join(parts) or f"run {self.index}"
