@@ -314,3 +314,22 @@ def test_model_against_a_real_benchmark_and_its_calibration(fixtures_dir):
     assert all(abs(math.log(r.ratio)) < math.log(1.1) for r in cal.residuals)
     lo, hi = 0.2, 0.95
     assert all(lo <= v <= hi for v in (cal.efficiency.eff_mem, cal.efficiency.eff_gemm, cal.efficiency.eff_attn_decode, cal.efficiency.eff_attn_prefill))
+
+
+def test_identical_prompts_change_the_picture():
+    """The same 63K prompt for every request (a common load-test shortcut): prefix-cache hits make
+    prefill nearly free, the shared blocks let every client run, and cascade attention reads the
+    common prefix once. Running requests jump from ~5 to all clients and TTFT collapses."""
+    em = engine(version="0.8.5", needed=64000, tensor_parallel_size=2)
+    unique, _ = predict_load_point(em, LoadPoint(concurrency=40), input_len=63000, output_len=1000, num_prompts=80)
+    shared, _ = predict_load_point(em, LoadPoint(concurrency=40), input_len=63000, output_len=1000, num_prompts=80, shared_prefix_len=63000)
+    assert unique.metadata["server_running_max"] <= 7
+    assert shared.metadata["server_running_max"] == 40
+    assert shared.ttft_ms.median < 0.01 * unique.ttft_ms.median
+    assert shared.output_throughput_tok_s > 5 * unique.output_throughput_tok_s
+    no_cascade = em.step.cascade_attention = False
+    try:
+        slow, _ = predict_load_point(em, LoadPoint(concurrency=40), input_len=63000, output_len=1000, num_prompts=80, shared_prefix_len=63000)
+    finally:
+        em.step.cascade_attention = True
+    assert not no_cascade and slow.tpot_ms.mean > 2 * shared.tpot_ms.mean

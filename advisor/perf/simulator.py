@@ -44,6 +44,8 @@ class StepBatch:
     num_decodes: int
     decode_context_sum: int
     prefill_chunks: tuple[tuple[int, int], ...]
+    shared_prefix_len: int = 0  # tokens of a prefix-cached prefix common to ...
+    shared_prefix_readers: int = 0  # ... this many of the decodes (cascade attention may read it once)
 
     @property
     def prefill_tokens(self) -> int:
@@ -368,14 +370,16 @@ class Simulator:
         """Run one step; True when it was decode-only and nothing finished (fast-forward may follow)."""
         num_decodes = 0
         ctx_sum = 0
+        readers = 0
         chunks: list[tuple[int, int]] = []
         for r, n in scheduled:
             if n == 1 and r.num_computed == r.num_tokens - 1 and r.num_generated > 0:
                 num_decodes += 1
                 ctx_sum += r.num_computed + 1
+                readers += 1 if r.shared_blocks else 0
             else:
                 chunks.append((n, r.num_computed))
-        batch = StepBatch(num_decodes, ctx_sum, tuple(chunks))
+        batch = StepBatch(num_decodes, ctx_sum, tuple(chunks), *self._shared_prefix(readers))
         duration = float(self.step_cost(batch))
         self.steps.append(
             StepRecord(
@@ -404,6 +408,9 @@ class Simulator:
             self._release(r)
             self._on_finish(r)
         return not chunks and not finished and num_decodes == len(self.running)
+
+    def _shared_prefix(self, readers: int) -> tuple[int, int]:
+        return (self.prefix_blocks_cached * self.limits.block_size, readers) if readers else (0, 0)
 
     def _fast_forward(self) -> None:
         """Run many identical decode-only steps at once.
@@ -440,8 +447,9 @@ class Simulator:
             if k < 2:
                 return
         ctx0 = sum(r.num_computed + 1 for r in running)
-        c_first = float(self.step_cost(StepBatch(n, ctx0, ())))
-        c_last = float(self.step_cost(StepBatch(n, ctx0 + n * (k - 1), ())))
+        shared = self._shared_prefix(sum(1 for r in running if r.shared_blocks))
+        c_first = float(self.step_cost(StepBatch(n, ctx0, (), *shared)))
+        c_last = float(self.step_cost(StepBatch(n, ctx0 + n * (k - 1), (), *shared)))
         slope = (c_last - c_first) / (k - 1)
         j = np.arange(1, k + 1, dtype=float)
         ends = self.now + j * c_first + slope * j * (j - 1) / 2.0  # end time of each of the k steps

@@ -77,6 +77,7 @@ class ModelCosts:
     lm_head_flops_per_token: float  # per GPU
     kv_bytes_per_token: float  # per GPU, all layers, bytes read per context token by decode attention
     prefill_attn_flops: Callable[[int], float]  # per GPU: FLOPs for one new token at this context length
+    has_sliding_window: bool = False
 
 
 def model_costs(model: ModelSpec, tp: int, weight_bpp: float, kv_bytes_per_param: float) -> ModelCosts:
@@ -103,6 +104,7 @@ def model_costs(model: ModelSpec, tp: int, weight_bpp: float, kv_bytes_per_param
         lm_head_flops_per_token=lm_head_flops / tp,
         kv_bytes_per_token=model.kv_bytes_per_token(kv_bytes_per_param, tp),
         prefill_attn_flops=prefill_attn,
+        has_sliding_window=bool(model.sliding_window),
     )
 
 
@@ -134,7 +136,9 @@ class StepTimeModel:
         enforce_eager: bool = False,
         efficiency: Efficiency | None = None,
         interconnect_gbs: float | None = None,
+        cascade_attention: bool = True,
     ) -> None:
+        self.cascade_attention = cascade_attention
         self.c = costs
         self.gpu = gpu
         self.tp = tp
@@ -155,6 +159,16 @@ class StepTimeModel:
             return 0.0
         return e * (1.0 - (1.0 - k / e) ** tokens)
 
+    def _decode_kv_tokens_read(self, batch: StepBatch) -> int:
+        """Context tokens whose KV decode attention reads. With cascade attention (vLLM's FlashAttention
+        backend uses it when at least 8 requests share a prefix of at least 256 tokens and the
+        model has no sliding window; vllm/v1/attention/backends/flash_attn.py
+        ``use_cascade_attention``) a common prefix is read once for all of them."""
+        p, readers = batch.shared_prefix_len, batch.shared_prefix_readers
+        if self.cascade_attention and p >= 256 and readers >= 8 and not self.c.has_sliding_window:
+            return batch.decode_context_sum - (readers - 1) * p
+        return batch.decode_context_sum
+
     def breakdown(self, batch: StepBatch) -> StepBreakdown:
         c, eff = self.c, self.eff
         tokens = batch.total_tokens
@@ -162,7 +176,7 @@ class StepTimeModel:
             return StepBreakdown(gemm_ms=0, attn_decode_ms=0, attn_prefill_ms=0, comm_ms=0, lm_head_ms=0, overhead_ms=0)
         weight_bytes = c.dense_weight_bytes + c.expert_bytes * c.num_moe_layers * self._experts_touched(tokens)
         gemm = max(weight_bytes / (self.bandwidth * eff.eff_mem), c.linear_flops_per_token * tokens / (self.peak_flops * eff.eff_gemm))
-        attn_decode = batch.decode_context_sum * c.kv_bytes_per_token / (self.bandwidth * eff.eff_attn_decode)
+        attn_decode = self._decode_kv_tokens_read(batch) * c.kv_bytes_per_token / (self.bandwidth * eff.eff_attn_decode)
         prefill_flops = 0.0
         prefill_kv_bytes = 0.0
         for chunk, depth in batch.prefill_chunks:
