@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from pydantic import ValidationError
 
 from ..errors import UsageError
 from ..scalars import parse_scalar
@@ -66,8 +67,8 @@ def apply_changes(deployment: Deployment, args: EngineArgs, changes: list[str]) 
                 merged = new_args.model_dump()
                 merged[key] = parse_scalar(value, booleans=True)
                 new_args = EngineArgs.model_validate(merged)
-            except ValueError as exc:
-                raise UsageError(f"what-if {key}={value}: {str(exc).splitlines()[-1].strip()}") from None
+            except ValidationError as exc:
+                raise UsageError(f"what-if {key}={value}: {exc.errors()[0]['msg']}") from None
         else:
             raise UsageError(f"what-if key '{key}' is not known; use an engine argument (e.g. max_num_seqs) or one of {sorted(DEPLOYMENT_KEYS | {'disagg', 'tp', 'pp', 'dp'})}")
     changed_parallel = {"tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"} & {parse_change(c)[0] for c in changes}
