@@ -23,8 +23,14 @@ from pydantic import BaseModel, Field
 
 from ..schema import EngineArgs
 
-#: The newest release whose defaults are encoded here; an unknown version is assumed to be this one.
+#: The newest release whose defaults are encoded here.
 LATEST_KNOWN_VERSION = (0, 34, 0)
+
+#: What an unknown version is taken to be. Reports in the wild lag releases by months and most
+#: published V1 reports come from the 0.8-0.10 line (V1 became the default engine in 0.8.0), so an
+#: unstated version is more likely one of those than the newest release. Always said in a note,
+#: and the answer to "which version?" (`vllm --version`, the server log) replaces it.
+ASSUMED_VERSION_WHEN_UNKNOWN = (0, 8, 5)
 
 Provenance = Literal["user", "default", "assumed", "derived"]
 
@@ -74,14 +80,20 @@ class ResolvedConfig(BaseModel):
 def _batch_defaults(version: tuple[int, int, int], gpu_memory_gib: float, gpu_name: str, v1: bool) -> tuple[int, int]:
     """(max_num_batched_tokens, max_num_seqs) for `vllm serve` when the user sets neither.
 
-    V0: 2048 tokens with chunked prefill / 256 seqs. Early V1 (0.8-0.9): 2048 / 256 for the API
-    server. From the hardware-tiered defaults (get_batch_defaults, present in 0.10 and later):
-    >=160 GiB -> 16384/1024, >=70 GiB and not A100/GB10 -> 8192/1024, else 2048/256.
+    - V0 with chunked prefill: 512 tokens until vllm-project/vllm#10544 (Nov 2024, 0.6.5), then 2048;
+      256 sequences.
+    - V1 from vllm-project/vllm#12369 (Jan 2025, 0.7.x-0.8.x): 8192 tokens for the API server when
+      the GPU's name contains "h100" or "h200" (an H800 or H20 does not match), else 2048.
+    - From the memory-tiered rule (vllm-project/vllm#17073 and #17885, spring 2025; taken as 0.9.0):
+      >=70 GiB and not A100/GB10 -> 8192 tokens / 1024 sequences, else 2048 / 256; the >=160 GiB tier
+      (16384 / 1024) is in 0.34.0 (shared/corpus/vllm-facts/engine-defaults.md), taken from 0.30.
     """
-    if not v1 or version < (0, 10, 0):
-        return 2048, 256
     name = gpu_name.lower()
-    if gpu_memory_gib >= 160:
+    if not v1:
+        return (2048 if version >= (0, 6, 5) else 512), 256
+    if version < (0, 9, 0):
+        return (8192 if ("h100" in name or "h200" in name) else 2048), 256
+    if gpu_memory_gib >= 160 and version >= (0, 30, 0):
         return 16384, 1024
     if gpu_memory_gib >= 70 and "a100" not in name and "gb10" not in name:
         return 8192, 1024
@@ -118,7 +130,7 @@ def resolve_engine_config(
     notes: list[str] = []
     parsed = parse_version(vllm_version)
     assumed = parsed is None
-    version = parsed or LATEST_KNOWN_VERSION
+    version = parsed or ASSUMED_VERSION_WHEN_UNKNOWN
     version_text = ".".join(map(str, version))
     if assumed:
         notes.append(
@@ -126,6 +138,9 @@ def resolve_engine_config(
             f"defaults of v{version_text} assumed"
         )
     v1 = version >= (0, 8, 0)
+    if v1 and str(args.env.get("VLLM_USE_V1", args.extra.get("VLLM_USE_V1", ""))) == "0":
+        v1 = False
+        notes.append("VLLM_USE_V1=0: the V0 engine's defaults apply")
 
     def pick(key: str, user_value: Any, default_value: Any, default_prov: str = "default") -> Any:
         if user_value is not None:
