@@ -201,7 +201,7 @@ def test_seed_decode_speed_at_1_40_100_within_25_percent_uncalibrated(seed_predi
     # The mechanism, visible in the output: ~5 running, the rest waiting, steps carrying prefill chunks.
     for c in (40, 100):
         md = runs[c].metadata
-        assert md["server_running_mean"] < 7 and md["server_waiting_mean"] > c - 10
+        assert md["server_running_mean"] < 7 and md["server_waiting_mean"] > c / 2
         assert 0.2 < md["share_of_time_in_mixed_steps"] < 0.8
         assert md["mixed_step_ms_mean"] > 4 * md["decode_only_step_ms_mean"]
 
