@@ -7,12 +7,19 @@ and the chat; no module re-parses another's input.
 from .bench import BenchmarkRun, ConsistencyCheck, Distribution
 from .case import CaseFile, LatencyFigures, Observation, Workload
 from .deployment import Deployment, EngineArgs
+from .finding import Citation, Diagnosis, Evidence, Finding, MissingMeasurement, Recommendation
 from .metrics import MetricFamily, MetricSample, MetricsSnapshot, MetricsWindow, SeriesWindow
 from .serverlog import ServerLogInfo, ServerStatsLine
 
 __all__ = [
     "BenchmarkRun",
     "CaseFile",
+    "Citation",
+    "Diagnosis",
+    "Evidence",
+    "Finding",
+    "MissingMeasurement",
+    "Recommendation",
     "ConsistencyCheck",
     "Deployment",
     "Distribution",
