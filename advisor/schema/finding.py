@@ -27,11 +27,24 @@ class Evidence(BaseModel):
     detail: str | None = Field(None, description="one line of context, e.g. '= 4.8 requests of 64K tokens'")
 
     def render(self) -> str:
-        value = "" if self.value is None else (f"{self.value:,.4g}" if isinstance(self.value, float) else str(self.value))
+        value = "" if self.value is None else format_value(self.value)
         unit = f" {self.unit}" if self.unit else ""
         detail = f" ({self.detail})" if self.detail else ""
         head = f"{self.source}: {self.label}"
         return f"{head} = {value}{unit}{detail}" if value else f"{head}{detail}"
+
+
+def format_value(value: float | str) -> str:
+    """Numbers as people read them: 327,120 / 38.2 / 0.505; never scientific notation."""
+    if not isinstance(value, float):
+        return str(value)
+    if value.is_integer():
+        return f"{value:,.0f}"
+    if abs(value) >= 100:
+        return f"{value:,.0f}"
+    if abs(value) >= 1:
+        return f"{value:.3g}" if abs(value) < 10 else f"{value:.1f}"
+    return f"{value:.3g}"
 
 
 class Recommendation(BaseModel):

@@ -1,0 +1,1 @@
+"""Diagnosis: from what was measured, the model and the sources to ranked findings."""

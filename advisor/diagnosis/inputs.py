@@ -1,0 +1,257 @@
+"""Everything a diagnosis reasons from, gathered once from what the user gave.
+
+``gather`` reads the case file, attached files (benchmark results, /metrics dumps or watch files,
+server logs, further case files), a metrics URL and a serve command, and builds the performance
+model when the model and GPU are known. Each input is parsed by the probe module that owns its
+format; nothing here re-parses a file.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import AdvisorError, InputFileError, UnknownFormatError
+from ..schema import BenchmarkRun, CaseFile, Deployment, EngineArgs, MetricsWindow, ServerLogInfo
+
+CJK = re.compile(r"[\u3400-\u9fff]")
+
+
+def detect_language(text: str | None) -> str:
+    """'zh' when the text is mostly Chinese characters, else 'en'."""
+    if not text:
+        return "en"
+    cjk = len(CJK.findall(text))
+    letters = sum(1 for c in text if c.isalpha())
+    return "zh" if letters and cjk / letters > 0.2 else "en"
+
+
+@dataclass
+class DiagnosisInputs:
+    question: str | None = None
+    language: str = "en"
+    case: CaseFile | None = None
+    deployment: Deployment = field(default_factory=Deployment)
+    engine_args: EngineArgs = field(default_factory=EngineArgs)
+    input_len: int | None = None
+    output_len: int | None = None
+    shared_prefix_len: int | None = None
+    measured: list[BenchmarkRun] = field(default_factory=list)
+    metrics_windows: list[MetricsWindow] = field(default_factory=list)
+    metrics_summaries: list[dict[str, Any]] = field(default_factory=list)
+    server_logs: list[ServerLogInfo] = field(default_factory=list)
+    engine: Any = None  # perf.predict.EngineModel when the model and GPU are known
+    engine_error: str | None = None
+    predicted: list[BenchmarkRun] = field(default_factory=list)  # sourced (uncalibrated) efficiencies
+    ceiling: list[BenchmarkRun] = field(default_factory=list)  # every efficiency at its physical upper bound
+    calibration: Any = None  # perf.calibrate.CalibrationResult, when asked for
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        """The user's own words: question, dataset description and observation notes."""
+        parts = [self.question or ""]
+        if self.case:
+            parts.append(self.case.workload.dataset or "")
+            parts.extend(o.notes or "" for o in self.case.observations)
+        return "\n".join(p for p in parts if p)
+
+    @property
+    def observations(self):
+        return self.case.observations if self.case else []
+
+
+def _attach(inputs: DiagnosisInputs, path: Path) -> None:
+    """Route one attached file to the probe module that owns its format."""
+    from ..probe.bench import load_runs
+    from ..probe.files import looks_binary, read_head
+
+    head = read_head(path, 4096) if path.exists() else b""
+    if looks_binary(head[:1024]):
+        raise InputFileError("is a binary file, expected a benchmark result, /metrics dump, server log or case file", source=str(path))
+    text = head.decode("utf-8", "replace")
+    if "# TYPE vllm:" in text or "# HELP vllm:" in text or text.lstrip().startswith('{"source"') and '"families"' in text:
+        from ..probe.metrics import load_metrics_file
+
+        snapshots = load_metrics_file(path)
+        _add_metrics(inputs, snapshots)
+        return
+    try:
+        inputs.measured.extend(load_runs(path))
+        return
+    except UnknownFormatError:
+        pass
+    from ..probe.serverlog import parse_server_log
+
+    inputs.server_logs.append(parse_server_log(path))
+
+
+def _add_metrics(inputs: DiagnosisInputs, snapshots) -> None:
+    from ..probe.metrics import compute_window, summarize_window
+
+    if not snapshots:
+        return
+    window = compute_window(snapshots)
+    inputs.metrics_windows.append(window)
+    inputs.metrics_summaries.append(summarize_window(window))
+
+
+def gather(
+    *,
+    question: str | None = None,
+    profile: Path | None = None,
+    attachments: list[Path] | tuple[Path, ...] = (),
+    metrics: list[str] | tuple[str, ...] = (),
+    serve_cmd: str | None = None,
+    overrides: dict[str, Any] | None = None,
+    calibrate: bool = False,
+    predict: bool = True,
+    scrape_kwargs: dict[str, Any] | None = None,
+) -> DiagnosisInputs:
+    """Read and model everything; inputs that fail raise one-line errors, the model's own limits are notes."""
+    from ..probe.casefile import load_case, resolve_attachments
+    from ..probe.serve_cmd import deployment_from_server_log, engine_args_for, parse_serve_command
+
+    inputs = DiagnosisInputs()
+    if profile:
+        case = load_case(profile)
+        inputs.case = case
+        inputs.deployment = case.deployment.model_copy(deep=True)
+        attachments = [*resolve_attachments(case), *attachments]
+    if serve_cmd:
+        parsed = parse_serve_command(serve_cmd)
+        inputs.deployment.serve_command = serve_cmd
+        inputs.deployment.model = inputs.deployment.model or parsed.model
+        inputs.deployment.engine = inputs.deployment.engine or "vllm"
+        inputs.deployment.num_gpus = inputs.deployment.num_gpus or parsed.num_gpus
+    for key, value in (overrides or {}).items():
+        if value is not None and hasattr(inputs.deployment, key):
+            setattr(inputs.deployment, key, value)
+    for path in attachments:
+        _attach(inputs, Path(path))
+    for source in metrics:
+        from ..probe.metrics import load_metrics_source
+
+        _add_metrics(inputs, load_metrics_source(source, **(scrape_kwargs or {})))
+    for log in inputs.server_logs:  # a server log fills what the case left unknown
+        from_log = deployment_from_server_log(log)
+        for key in ("model", "vllm_version", "quantization"):
+            if getattr(inputs.deployment, key) is None and getattr(from_log, key) is not None:
+                setattr(inputs.deployment, key, getattr(from_log, key))
+        for key, value in from_log.flags.items():
+            inputs.deployment.flags.setdefault(key, value)
+    if inputs.case:
+        inputs.measured = _observation_runs(inputs.case) + inputs.measured
+    inputs.engine_args = engine_args_for(inputs.deployment)
+    inputs.question = question or (inputs.case.question if inputs.case else None)
+    inputs.language = detect_language(inputs.question)
+    _workload(inputs)
+    if predict:
+        _model(inputs, calibrate)
+    return inputs
+
+
+def _observation_runs(case: CaseFile) -> list[BenchmarkRun]:
+    from ..probe.bench import observations_to_runs
+
+    return observations_to_runs(case.observations, case.source or "case file")
+
+
+def _workload(inputs: DiagnosisInputs) -> None:
+    w = inputs.case.workload if inputs.case else None
+    inputs.input_len = (w.input_len if w else None) or _mean_of(inputs.measured, "input_len")
+    inputs.output_len = (w.output_len if w else None) or _mean_of(inputs.measured, "output_len")
+    inputs.shared_prefix_len = w.shared_prefix_len if w else None
+
+
+def _mean_of(runs: list[BenchmarkRun], attr: str) -> int | None:
+    for run in runs:
+        d = getattr(run, attr)
+        if d is not None and d.mean:
+            return int(round(d.mean))
+    return None
+
+
+def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
+    """Build the engine model and predict the measured load points, when the facts allow."""
+    from ..perf.calibrate import calibrate as fit
+    from ..perf.predict import LoadPoint, build_engine_model, predict_load_point
+
+    dep = inputs.deployment
+    if (dep.engine or "vllm") != "vllm":
+        inputs.notes.append(f"engine {dep.engine}: vLLM's scheduler model applied as an approximation")
+    if not dep.model or not dep.gpu:
+        inputs.engine_error = "model or GPU unknown: no performance model"
+        return
+    needed = (inputs.input_len or 0) + (inputs.output_len or 0) or None
+    try:
+        engine = build_engine_model(dep, inputs.engine_args, needed_model_len=needed)
+    except AdvisorError as exc:
+        inputs.engine_error = exc.one_line()
+        return
+    if not engine.memory.fits and inputs.measured and engine.config.source_of("max_model_len") != "user":
+        # The server ran and served these requests, so its max_model_len must have fitted the KV cache.
+        fitted = max(needed or 0, min(engine.config.max_model_len, engine.memory.kv_cache_tokens))
+        if fitted > 0:
+            args = inputs.engine_args.model_copy(update={"max_model_len": fitted})
+            try:
+                engine = build_engine_model(dep, args, needed_model_len=needed)
+                engine.notes.append(
+                    f"max_model_len not given and the model's default does not fit the KV cache; the server ran, so --max-model-len {fitted:,} is assumed"
+                )
+            except AdvisorError:
+                pass
+    inputs.engine = engine
+    if not inputs.input_len or not inputs.output_len or not engine.memory.fits:
+        return
+    points = []
+    for run in inputs.measured:
+        if run.offered_concurrency:
+            p = LoadPoint(concurrency=run.offered_concurrency)
+        elif run.offered_request_rate is not None:
+            p = LoadPoint(request_rate=run.offered_request_rate)
+        else:
+            continue
+        if p not in points:
+            points.append(p)
+    if not points and inputs.case and (inputs.case.workload.concurrency or inputs.case.workload.request_rate):
+        w = inputs.case.workload
+        points = [LoadPoint(concurrency=w.concurrency) if w.concurrency else LoadPoint(request_rate=w.request_rate)]
+    if calibrate and inputs.measured:
+        try:
+            inputs.calibration = fit(engine, inputs.measured, input_len=inputs.input_len, output_len=inputs.output_len)
+        except AdvisorError as exc:
+            inputs.notes.append(f"calibration skipped: {exc.one_line()}")
+    sourced = engine.step.eff
+    calibrated = inputs.calibration is not None and inputs.calibration.calibrated
+    ceiling = ceiling_efficiency(sourced)
+    for p in points:
+        kwargs = dict(input_len=inputs.input_len, output_len=inputs.output_len, shared_prefix_len=inputs.shared_prefix_len or 0)
+        try:
+            engine.step.eff = inputs.calibration.efficiency if calibrated else sourced
+            run, _ = predict_load_point(engine, p, **kwargs)
+            engine.step.eff = ceiling
+            best, _ = predict_load_point(engine, p, **kwargs)
+        except AdvisorError as exc:
+            inputs.notes.append(f"{p.label}: {exc.one_line()}")
+            continue
+        finally:
+            engine.step.eff = sourced
+        run.metadata["calibrated"] = calibrated
+        best.label = f"hardware ceiling {p.label}"
+        best.metadata["ceiling"] = True
+        inputs.predicted.append(run)
+        inputs.ceiling.append(best)
+
+
+def ceiling_efficiency(base):
+    """Every kernel at the top of its physical range and no fixed per-step cost: the fastest this
+    hardware could possibly serve the load. A measured figure beyond it is not a server figure."""
+    from ..perf.calibrate import EFFICIENCY_BOUNDS
+
+    hi = EFFICIENCY_BOUNDS[1]
+    return base.model_copy(
+        update={"eff_gemm": hi, "eff_mem": hi, "eff_attn_prefill": hi, "eff_attn_decode": hi, "eff_comm": hi, "step_overhead_ms": 0.0, "per_seq_overhead_us": 0.0}
+    )

@@ -1,0 +1,70 @@
+"""Cue phrases in the user's own words, as weak evidence (see cues.yaml)."""
+
+from __future__ import annotations
+
+import functools
+import re
+from importlib import resources
+
+import yaml
+
+from ..schema import Evidence
+from .board import Board
+from .inputs import DiagnosisInputs
+
+
+@functools.cache
+def cue_table() -> dict[str, list[tuple[float, re.Pattern[str]]]]:
+    text = resources.files(__package__).joinpath("cues.yaml").read_text(encoding="utf-8")
+    raw = yaml.safe_load(text)
+    return {cause: [(float(w), re.compile(p, re.IGNORECASE)) for w, p in entries] for cause, entries in raw.items()}
+
+
+#: Words right after a cue that say the user already tried it without effect ("tuning X didn't help").
+NEGATION = re.compile(r"(did ?n[o']?t|does ?n[o']?t|did not|does not|no|without) (help|change|effect|difference|improve)|had no effect|no effect|没用|没有(效果|帮助|改善)|无效", re.IGNORECASE)
+
+
+def detect_cues(inputs: DiagnosisInputs, board: Board) -> None:
+    text = inputs.text
+    if not text:
+        return
+    for cause, patterns in cue_table().items():
+        for weight, pattern in patterns:
+            m = next((m for m in pattern.finditer(text) if not _negated(text, m.end())), None)
+            if m:
+                quoted = _context(text, m.start(), m.end())
+                board.add_text(cause, weight, Evidence(kind="text", source="question/notes", label="the user wrote", value=quoted))
+
+
+def _negated(text: str, end: int, window: int = 80) -> bool:
+    """A cue followed in the same sentence by "didn't help" is evidence the user ruled it out."""
+    tail = re.split(r"[.;!?。；\n]", text[end : end + window], maxsplit=1)[0]
+    return bool(NEGATION.search(tail))
+
+
+def _context(text: str, start: int, end: int, pad: int = 30) -> str:
+    lo, hi = max(0, start - pad), min(len(text), end + pad)
+    snippet = " ".join(text[lo:hi].split())
+    return ("…" if lo else "") + snippet + ("…" if hi < len(text) else "")
+
+
+NUMBER = r"(\d+(?:[.,]\d+)*)"
+
+
+def find_number(text: str, pattern: str) -> float | None:
+    """The first number captured by ``pattern`` (group 1) in ``text``, thousands separators removed."""
+    m = re.search(pattern, text, re.IGNORECASE)
+    if not m:
+        return None
+    try:
+        return float(m.group(1).replace(",", ""))
+    except ValueError:
+        return None
+
+
+def params_from_name(name: str | None) -> float | None:
+    """'Qwen1.5-0.5B' -> 0.5e9; 'Llama 13B' -> 13e9; MoE names like '30B-A3B' give the total."""
+    if not name:
+        return None
+    m = re.search(r"(\d+(?:\.\d+)?)\s?[bB](?![a-zA-Z])", name)
+    return float(m.group(1)) * 1e9 if m else None
