@@ -1,0 +1,390 @@
+"""The embedded writer: a diagnosis as a Markdown answer, with no LLM.
+
+Deterministic: the same findings give the same text. Every figure it prints is taken from a
+finding's evidence or recommendation, the memory estimate or a benchmark run, printed with its unit
+and a tag saying whether it was measured, reported by the user or modelled. Fixed phrases come from
+:mod:`.i18n`, so the answer is in the question's language (Chinese or English).
+
+Layout: a direct answer (the top finding with its key figures), the figures behind it, why (each
+finding with its evidence), what to change (each recommendation with its flag, predicted effect,
+cost and a command that verifies it), what would decide it (missing measurements), caveats and the
+numbered sources that the inline ``[n]`` markers point to.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..schema import Citation, Diagnosis, Evidence, Finding, Recommendation
+from .figures import Figure, Figures, LoadRow, collect_figures
+from .i18n import cause_name, fmt_number, fmt_value, normalize_language, phrase, tag
+from .model import Answer
+from .sources import attach_sources, card_upstream, query_tokens
+
+KEY_FIGURES_IN_ANSWER = 3
+UPSTREAM_SHOWN = 3
+_SHELL = re.compile(r"^\s*(vllm|vllm-advisor|curl|python3?|nvidia-smi|pip|docker|kubectl|bash|sh|export|guidellm|genai-perf|nsys|ncu)(?=\s|$)")
+#: What-if effects arrive prefixed with who predicted them; the writer's own tag already says so.
+_EFFECT_PREFIX = re.compile(r"^\s*(model|predicted|模型预测|模型估算)\s*[:：]\s*", re.I)
+
+
+def fence_language(command: str) -> str:
+    """bash for a command line, promql for a metrics query, text for anything else."""
+    if _SHELL.match(command):
+        return "bash"
+    return "promql" if "vllm:" in command else "text"
+
+
+class Punct:
+    """Punctuation that differs between Chinese and English prose."""
+
+    def __init__(self, language: str) -> None:
+        zh = normalize_language(language) == "zh"
+        self.colon = "：" if zh else ": "
+        self.semi = "；" if zh else "; "
+        self.comma = "，" if zh else ", "
+        self.open = "（" if zh else " ("
+        self.close = "）" if zh else ")"
+        self.stop = "。" if zh else "."
+        self.dash = " — "
+
+    def paren(self, text: str | None) -> str:
+        return f"{self.open}{text}{self.close}" if text else ""
+
+
+# -- sources ---------------------------------------------------------------------------------------
+
+
+def collect_sources(diagnosis: Diagnosis) -> list[Citation]:
+    """The answer's source list from the findings' citations, numbered 1..N in order of first use.
+
+    Numbers already given by :func:`attach_sources` are kept when they are exactly 1..N; otherwise
+    (citations added by hand, gaps) every finding's citations are renumbered consistently."""
+    by_doc: dict[str, Citation] = {}
+    for finding in diagnosis.findings:
+        for c in finding.sources:
+            by_doc.setdefault(c.doc_id, c)
+    numbers = sorted(c.number for c in by_doc.values())
+    if numbers == list(range(1, len(numbers) + 1)):
+        return sorted(by_doc.values(), key=lambda c: c.number)
+    order: dict[str, int] = {}
+    for finding in diagnosis.findings:
+        for c in finding.sources:
+            order.setdefault(c.doc_id, len(order) + 1)
+        finding.sources = [c.model_copy(update={"number": order[c.doc_id]}) for c in finding.sources]
+    return sorted((by_doc[d].model_copy(update={"number": n}) for d, n in order.items()), key=lambda c: c.number)
+
+
+def markers(citations: list[Citation]) -> str:
+    """' [1][3]' for the citations given (deduplicated, ascending); '' for none."""
+    nums = sorted({c.number for c in citations if c.number > 0})
+    return (" " + "".join(f"[{n}]" for n in nums)) if nums else ""
+
+
+def best_citation(text: str, citations: list[Citation]) -> list[Citation]:
+    """The one citation of a finding whose section best matches a recommendation's words."""
+    if not citations:
+        return []
+    words = set(query_tokens(text))
+    scored = [(len(words & set(query_tokens(f"{c.title} {c.heading or ''} {c.snippet or ''}"))), -c.number, c) for c in citations]
+    scored.sort(key=lambda t: (t[0], t[1]), reverse=True)
+    return [scored[0][2]]
+
+
+# -- figures ---------------------------------------------------------------------------------------
+
+
+def render_tag(language: str, kind: str, detail_key: str | None = None) -> str:
+    base = tag(language, kind)
+    if not detail_key:
+        return base
+    sep = "，" if normalize_language(language) == "zh" else ", "
+    return base[:-1] + sep + phrase(language, detail_key) + "]"
+
+
+def render_evidence(ev: Evidence, language: str, *, bullet: bool = True) -> str:
+    p = Punct(language)
+    value = fmt_value(language, ev.value, ev.unit)
+    body = f"{ev.label}{p.colon}**{value}**" if value else ev.label
+    body += p.paren(ev.detail)
+    where = f"{p.dash}{ev.source}" if ev.source else ""
+    line = f"{tag(language, ev.kind)} {body}{where}"
+    return f"- {line}" if bullet else f"{body} {tag(language, ev.kind)}"
+
+
+def _figure_label(fig: Figure, language: str) -> str:
+    return f"`{fig.label}`" if fig.literal else phrase(language, fig.label, **fig.label_values)
+
+
+def render_figure(fig: Figure, language: str) -> str:
+    p = Punct(language)
+    value = fig.value if not isinstance(fig.value, bool) else str(fig.value).lower()
+    return f"{_figure_label(fig, language)}{p.colon}**{fmt_value(language, value, fig.unit)}** {render_tag(language, fig.kind, fig.detail)}"
+
+
+def _cell(value: float | None) -> str:
+    return "—" if value is None else fmt_number(value)
+
+
+def render_load_table(rows: list[LoadRow], language: str) -> list[str]:
+    cols = ["col_load", "col_source", "col_req_speed", "col_decode", "col_ttft", "col_throughput", "col_running", "col_waiting", "col_preempt"]
+    present = [
+        c
+        for c in cols
+        if c in ("col_load", "col_source")
+        or any(
+            getattr(r, attr) is not None
+            for r in rows
+            for attr in [
+                {
+                    "col_req_speed": "per_request_tok_s",
+                    "col_decode": "decode_tok_s",
+                    "col_ttft": "ttft_s",
+                    "col_throughput": "output_tok_s",
+                    "col_running": "running",
+                    "col_waiting": "waiting",
+                    "col_preempt": "preemptions",
+                }[c]
+            ]
+        )
+    ]
+    if len(present) <= 2:
+        return []  # labels without a single figure: no table
+    lines = ["| " + " | ".join(phrase(language, c) for c in present) + " |", "|" + "---|" * len(present)]
+    for r in rows:
+        if all(getattr(r, a) is None for a in ("per_request_tok_s", "decode_tok_s", "ttft_s", "output_tok_s", "running", "waiting", "preemptions")):
+            continue
+        source = tag(language, r.kind)
+        if r.kind == "model" and r.calibrated:
+            source = render_tag(language, "model", "calibrated")
+        cells = {
+            "col_load": r.load,
+            "col_source": source,
+            "col_req_speed": _cell(r.per_request_tok_s),
+            "col_decode": _cell(r.decode_tok_s),
+            "col_ttft": _cell(r.ttft_s),
+            "col_throughput": _cell(r.output_tok_s),
+            "col_running": _cell(r.running),
+            "col_waiting": _cell(r.waiting),
+            "col_preempt": _cell(r.preemptions),
+        }
+        lines.append("| " + " | ".join(cells[c] for c in present) + " |")
+    return lines
+
+
+def render_figures(figs: Figures, language: str) -> list[str]:
+    p = Punct(language)
+    out: list[str] = []
+    if figs.workload:
+        out.append(f"**{phrase(language, 'workload')}**{p.colon}" + p.semi.join(render_figure(f, language) for f in figs.workload))
+        out.append("")
+    if figs.memory:
+        out.append(f"**{phrase(language, 'memory')}**")
+        out += [f"- {render_figure(f, language)}" for f in figs.memory]
+        out.append("")
+    if figs.config:
+        line = f"**{phrase(language, 'config')}**{p.colon}" + p.semi.join(render_figure(f, language) for f in figs.config)
+        out.append(line)
+        if figs.version_assumed and figs.version:
+            out.append(f"_{phrase(language, 'version_assumed', version=figs.version)}_")
+        out.append("")
+    table = render_load_table(figs.loads, language) if figs.loads else []
+    if table:
+        out += [f"**{phrase(language, 'load_points')}**", "", *table, ""]
+    return out
+
+
+# -- sections --------------------------------------------------------------------------------------
+
+
+def finding_heading(f: Finding, language: str) -> str:
+    p = Punct(language)
+    name = cause_name(language, f.cause)
+    title = f.title.strip()
+    head = name if not title or title.lower() == name.lower() else f"{name}{p.colon}{title}"
+    return head
+
+
+def render_direct(diagnosis: Diagnosis, language: str) -> list[str]:
+    p = Punct(language)
+    if not diagnosis.findings:
+        key = "no_findings" if diagnosis.missing else "no_findings_no_missing"
+        return [phrase(language, key), ""]
+    top = diagnosis.findings[0]
+    text = (top.explanation or "").strip()
+    para = f"**{finding_heading(top, language)}**"
+    para += f"{p.colon}{text}" if text else p.stop
+    para += markers(top.sources)
+    out = [para, ""]
+    numeric: list[Evidence] = []
+    for e in top.evidence:
+        if e.value is None or e.kind == "text" or any((e.value, e.unit) == (x.value, x.unit) for x in numeric):
+            continue
+        numeric.append(e)
+    numeric = numeric[:KEY_FIGURES_IN_ANSWER]
+    if numeric:
+        out.append(f"{phrase(language, 'key_figures')}{p.colon}" + p.semi.join(render_evidence(e, language, bullet=False) for e in numeric))
+        out.append("")
+    others = diagnosis.findings[1:]
+    if others:
+        items = [f"{finding_heading(f, language)}{markers(f.sources)}" for f in others]
+        out.append(f"{phrase(language, 'also_found')}{p.colon}" + p.semi.join(items))
+        out.append("")
+    return out
+
+
+def render_why(diagnosis: Diagnosis, language: str) -> list[str]:
+    p = Punct(language)
+    out = [phrase(language, "h_why"), ""]
+    for i, f in enumerate(diagnosis.findings, start=1):
+        sev = phrase(language, f"sev_{f.severity}")
+        out.append(f"### {i}. {finding_heading(f, language)}{p.paren(phrase(language, 'severity') + p.colon + sev)}")
+        out.append("")
+        if f.explanation.strip():
+            out.append(f.explanation.strip() + markers(f.sources))
+            out.append("")
+        if f.evidence:
+            if not f.explanation.strip() and f.sources:
+                out += [f"{phrase(language, 'sources_inline')}{p.colon}{markers(f.sources).strip()}", ""]
+            out += [render_evidence(e, language) for e in f.evidence]
+        else:
+            out.append(phrase(language, "no_evidence") + ("" if f.explanation.strip() else markers(f.sources)))
+        out.append("")
+    return out
+
+
+def _recommendations(diagnosis: Diagnosis) -> list[tuple[Finding, Recommendation]]:
+    seen: set[str] = set()
+    out = []
+    for f in diagnosis.findings:
+        for r in f.recommendations:
+            key = (r.flag or r.change).strip().lower()
+            if key in seen:
+                continue
+            seen.add(key)
+            out.append((f, r))
+    return out
+
+
+def render_change(diagnosis: Diagnosis, language: str) -> list[str]:
+    p = Punct(language)
+    recs = _recommendations(diagnosis)
+    if not recs:
+        return [phrase(language, "h_change"), "", phrase(language, "no_recommendations"), ""] if diagnosis.missing else []
+    out = [phrase(language, "h_change"), ""]
+    for i, (f, r) in enumerate(recs, start=1):
+        cite = markers(best_citation(f"{r.change} {r.flag or ''}", f.sources))
+        out.append(f"{i}. **{r.change.strip()}**{cite}")
+        if r.flag:
+            out.append(f"   - {phrase(language, 'flag')}{p.colon}`{r.flag}`")
+        if r.whatif:
+            out.append(f"   - {phrase(language, 'modelled_by')}{p.colon}" + " ".join(f"`{w}`" for w in r.whatif))
+        if r.predicted_effect:
+            effect = _EFFECT_PREFIX.sub("", r.predicted_effect.strip())
+            out.append(f"   - {phrase(language, 'predicted')} {tag(language, 'model')}{p.colon}{effect}")
+        if r.cost:
+            out.append(f"   - {phrase(language, 'cost')}{p.colon}{r.cost}")
+        if r.verify:
+            out.append(f"   - {phrase(language, 'verify')}{p.colon.rstrip()}")
+            out.append("")
+            out.append(f"     ```{fence_language(r.verify)}")
+            out += [f"     {line}" for line in r.verify.strip().splitlines()]
+            out.append("     ```")
+        out.append("")
+    return out
+
+
+def render_missing(diagnosis: Diagnosis, language: str) -> list[str]:
+    if not diagnosis.missing:
+        return []
+    p = Punct(language)
+    out = [phrase(language, "h_missing"), ""]
+    for m in diagnosis.missing:
+        decides = " / ".join(cause_name(language, c) for c in m.decides)
+        out.append(f"- {m.what.strip()}{p.paren(phrase(language, 'decides') + p.colon + decides) if decides else ''}")
+        out.append("")
+        out.append(f"  ```{fence_language(m.command)}")
+        out += [f"  {line}" for line in m.command.strip().splitlines()]
+        out.append("  ```")
+        out.append("")
+    return out
+
+
+def render_sources(sources: list[Citation], language: str) -> list[str]:
+    p = Punct(language)
+    out = [phrase(language, "h_sources"), ""]
+    if not sources:
+        return out + [phrase(language, "no_sources"), ""]
+    for c in sources:
+        kind = phrase(language, f"kind_{c.kind}") if c.kind in ("card", "doc", "issue") else c.kind
+        head = f"{c.title}{p.dash}{c.heading}" if c.heading else c.title
+        line = f"[{c.number}] {head}{p.dash}{c.url}" if c.url else f"[{c.number}] {head}"
+        extra = kind
+        upstream = card_upstream(c)[:UPSTREAM_SHOWN]
+        if upstream:
+            extra += f"{p.semi}{phrase(language, 'based_on')}{p.colon}" + ", ".join(upstream)
+        out.append(f"- {line}{p.paren(extra)}")
+    out.append("")
+    return out
+
+
+def answer_notes(inputs, diagnosis: Diagnosis) -> list[str]:
+    """Caveats from gathering, the model and the diagnosis, each once."""
+    notes: list[str] = []
+    if inputs is not None:
+        notes += list(getattr(inputs, "notes", []) or [])
+        if getattr(inputs, "engine_error", None):
+            notes.append(inputs.engine_error)
+        engine = getattr(inputs, "engine", None)
+        if engine is not None:
+            notes += list(getattr(engine, "notes", []) or [])
+            memory = getattr(engine, "memory", None)
+            notes += list(getattr(memory, "notes", []) or [])
+    notes += list(diagnosis.notes)
+    return list(dict.fromkeys(n.strip() for n in notes if n and n.strip()))
+
+
+def compose(inputs, diagnosis: Diagnosis, sources: list[Citation], language: str, notes: list[str], *, body: list[str] | None = None) -> str:
+    """The whole answer; ``body`` replaces the part between the direct answer and the sources."""
+    lines: list[str] = []
+    if body is None:
+        lines += [phrase(language, "h_answer"), ""]
+        lines += render_direct(diagnosis, language)
+        figures = render_figures(collect_figures(inputs), language) if inputs is not None else []
+        if figures:
+            lines += [phrase(language, "h_figures"), ""] + figures
+        if diagnosis.findings:
+            lines += render_why(diagnosis, language)
+        lines += render_change(diagnosis, language)
+        lines += render_missing(diagnosis, language)
+    else:
+        lines += body + [""]
+    if notes:
+        lines += [phrase(language, "h_notes"), ""] + [f"- {n}" for n in notes] + [""]
+    lines += render_sources(sources, language)
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def resolve_language(inputs, diagnosis: Diagnosis, language: str | None) -> str:
+    return normalize_language(language or (getattr(inputs, "language", None) if inputs is not None else None) or diagnosis.language)
+
+
+def write_answer(inputs, diagnosis: Diagnosis, *, language: str | None = None, extra_notes: list[str] | tuple[str, ...] = ()) -> Answer:
+    """The embedded answer. Uses the sources :func:`attach_sources` put on the findings; when no
+    finding has any, the packaged cards are attached here (no knowledge-base search).
+    ``extra_notes`` lead the caveats (the LLM path says here why its answer was not used)."""
+    lang = resolve_language(inputs, diagnosis, language)
+    if diagnosis.findings and not any(f.sources for f in diagnosis.findings):
+        attach_sources(diagnosis, inputs, kb=False)
+    sources = collect_sources(diagnosis)
+    notes = list(dict.fromkeys([*extra_notes, *answer_notes(inputs, diagnosis)]))
+    markdown = compose(inputs, diagnosis, sources, lang, notes)
+    return Answer(
+        markdown=markdown,
+        language=lang,
+        sources=sources,
+        findings=[f.model_copy(deep=True) for f in diagnosis.findings],
+        missing=[m.model_copy(deep=True) for m in diagnosis.missing],
+        llm_used=False,
+        notes=notes,
+    )

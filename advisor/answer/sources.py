@@ -1,0 +1,290 @@
+"""Which sources back each finding, numbered once for the whole answer.
+
+Two places hold sources:
+
+* the tuning cards shipped with the package (``knowledge/cards``): each names the causes it
+  explains in its front matter, so a finding's cause picks the candidate cards, and a keyword match
+  of the question and the finding against the cards' sections orders them and picks the section to
+  quote (BM25 over the cards' chunks, with Chinese questions read through the domain glossary);
+* the knowledge-base index (vLLM docs, GitHub issue threads), when one has been built: searched
+  with the question and the finding's title.
+
+Numbers are given in order of first use and a document cited by two findings keeps one number, so
+the ``[n]`` markers of an answer and its source list always agree.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Iterable, Protocol
+
+from ..schema import Citation, Diagnosis, Finding
+
+#: Weight of the text match against the weight of the cause match when ranking cards. A card whose
+#: first-listed cause is the finding's is about that cause; one that lists it third only touches it.
+TEXT_WEIGHT = 0.6
+PRIMARY_CAUSE_BONUS = 0.4
+SECONDARY_CAUSE_BONUS = 0.2
+#: A second or third card is cited only when it matches the question and finding this well (as a
+#: share of the best card's match): a card about the cause needs half, one that only touches it
+#: three quarters. Below that it is padding.
+MIN_EXTRA_SHARE_PRIMARY = 0.5
+MIN_EXTRA_SHARE_OTHER = 0.75
+KB_KINDS = ("doc", "issue")
+SNIPPET_CHARS = 280
+#: Full passage text of knowledge-base hits, by chunk id, so the LLM can be given more than the
+#: snippet a citation carries. Bounded: an `ask` cites a handful.
+_PASSAGES: "OrderedDict[str, str]" = OrderedDict()
+_PASSAGES_MAX = 512
+
+
+class Searcher(Protocol):
+    def search(self, query: str, k: int = 5, **kwargs: Any) -> list[Any]: ...
+
+
+@dataclass
+class CardCorpus:
+    """The packaged cards cut into sections, with a BM25 index over the sections."""
+
+    cards: dict[str, Any]  # doc_id -> SourceDocument
+    chunks: list[Any]  # knowledge Chunk, in index order
+    retriever: Any  # bm25s.BM25
+
+    def scores(self, tokens: list[str]):
+        import numpy as np
+
+        if not tokens or not self.chunks:
+            return np.zeros(len(self.chunks))
+        return self.retriever.get_scores(tokens)
+
+
+@lru_cache(maxsize=4)
+def card_corpus(folder: str | None = None) -> CardCorpus:
+    """Cards are read and indexed once per process (about 100 sections; milliseconds)."""
+    import bm25s
+    from vllm_advisor_knowledge.cards import load_cards
+    from vllm_advisor_knowledge.chunking import chunk_document
+    from vllm_advisor_knowledge.text_tokens import tokenize
+
+    cards = load_cards(Path(folder) if folder else None)
+    chunks = [chunk for card in cards for chunk in chunk_document(card)]
+    retriever = bm25s.BM25()
+    if chunks:
+        retriever.index([tokenize(f"{c.title}\n{c.heading}\n{c.text}") for c in chunks], show_progress=False)
+    return CardCorpus({c.doc_id: c for c in cards}, chunks, retriever)
+
+
+def query_tokens(text: str) -> list[str]:
+    """BM25 tokens of a question, Chinese terms also read as their English glossary words."""
+    from vllm_advisor_knowledge.glossary import expand_query
+    from vllm_advisor_knowledge.text_tokens import tokenize
+
+    text = " ".join(text.split())
+    return tokenize(expand_query(text).bm25_text) if text else []
+
+
+def _snippet(text: str, tokens: Iterable[str]) -> str:
+    from vllm_advisor_knowledge.snippets import make_snippet
+
+    return make_snippet(text, set(tokens), SNIPPET_CHARS)
+
+
+@dataclass
+class RankedCard:
+    score: float  # what orders the cards
+    text_share: float  # the card's text match as a share of the best card's (0..1)
+    primary: bool  # the finding's cause is the first one the card lists
+    citation: Citation
+
+
+def rank_cards(finding: Finding, question: str | None, corpus: CardCorpus) -> list[RankedCard]:
+    """Every card naming the finding's cause, best first.
+
+    The citation points at the card's section that best matches the question and the finding."""
+    tokens = query_tokens(f"{question or ''}\n{finding.title}\n{finding.explanation}")
+    scores = corpus.scores(tokens)
+    best: dict[str, tuple[float, Any]] = {}
+    for i, chunk in enumerate(corpus.chunks):
+        causes = chunk.metadata.get("causes") or []
+        if finding.cause not in causes:
+            continue
+        score = float(scores[i])
+        if chunk.doc_id not in best or score > best[chunk.doc_id][0]:
+            best[chunk.doc_id] = (score, chunk)
+    if not best:
+        return []
+    top = max(score for score, _ in best.values()) or 1.0
+    ranked = []
+    for doc_id, (score, chunk) in best.items():
+        causes = chunk.metadata.get("causes") or []
+        share = score / top if top > 0 else 0.0
+        primary = bool(causes) and causes[0] == finding.cause
+        bonus = PRIMARY_CAUSE_BONUS if primary else SECONDARY_CAUSE_BONUS
+        citation = Citation(
+            doc_id=doc_id,
+            chunk_id=chunk.chunk_id,
+            title=chunk.title,
+            url=chunk.url,
+            heading=chunk.heading or None,
+            kind="card",
+            snippet=_snippet(chunk.text, tokens),
+        )
+        ranked.append(RankedCard(TEXT_WEIGHT * share + bonus, share, primary, citation))
+    ranked.sort(key=lambda r: (-r.score, r.citation.doc_id))
+    return ranked
+
+
+def pick_cards(finding: Finding, question: str | None, corpus: CardCorpus, limit: int) -> list[Citation]:
+    picked: list[Citation] = []
+    for card in rank_cards(finding, question, corpus):
+        if len(picked) >= limit:
+            break
+        if picked and card.text_share < (MIN_EXTRA_SHARE_PRIMARY if card.primary else MIN_EXTRA_SHARE_OTHER):
+            continue
+        picked.append(card.citation)
+    return picked
+
+
+# -- the knowledge-base index ------------------------------------------------------------------------
+
+
+def open_knowledge_base(kb_dir: str | Path | None = None) -> Searcher | None:
+    """The index when one has been built with docs or issue threads; None otherwise.
+
+    Opening is cheap; nothing is built or repaired here (a missing index is `kb build`'s job, and
+    `ask` must not spend minutes embedding documents the user did not ask for)."""
+    try:
+        from vllm_advisor_knowledge.paths import CHROMA_SUBDIR, resolve_kb_dir
+        from vllm_advisor_knowledge.registry import Registry
+    except ImportError:
+        return None
+    folder = resolve_kb_dir(kb_dir)
+    if not (folder / CHROMA_SUBDIR).is_dir():
+        return None
+    registry = Registry.load(folder)
+    if not any(rec.kind in KB_KINDS and rec.chunks > 0 for rec in registry.sources.values()):
+        return None
+    try:
+        from vllm_advisor_knowledge.knowledge_base import KnowledgeBase
+    except ImportError:
+        return None
+    return KnowledgeBase(folder)
+
+
+def _remember_passage(chunk_id: str | None, text: str | None) -> None:
+    if not chunk_id or not text:
+        return
+    _PASSAGES[chunk_id] = text
+    _PASSAGES.move_to_end(chunk_id)
+    while len(_PASSAGES) > _PASSAGES_MAX:
+        _PASSAGES.popitem(last=False)
+
+
+def citation_from_hit(hit: Any) -> Citation:
+    """A knowledge-base search result (any object or dict with the citation fields) as a Citation."""
+    get = (lambda k: hit.get(k)) if isinstance(hit, dict) else (lambda k: getattr(hit, k, None))
+    text = get("text")
+    _remember_passage(get("chunk_id"), text)
+    return Citation(
+        doc_id=str(get("doc_id")),
+        chunk_id=get("chunk_id"),
+        title=str(get("title") or get("doc_id")),
+        url=str(get("url") or ""),
+        heading=get("heading") or None,
+        kind=str(get("kind") or "doc"),
+        snippet=get("snippet") or (text[:SNIPPET_CHARS] if text else None),
+    )
+
+
+def search_kb(kb: Searcher, query: str, k: int) -> list[Citation]:
+    try:
+        hits = kb.search(query, k, kinds=KB_KINDS, per_doc=1)
+    except TypeError:  # a searcher without kind filtering
+        hits = [h for h in kb.search(query, k * 3) if (getattr(h, "kind", None) or h.get("kind")) in KB_KINDS][:k]
+    return [citation_from_hit(h) for h in hits]
+
+
+# -- numbering -------------------------------------------------------------------------------------
+
+
+def attach_sources(
+    diagnosis: Diagnosis,
+    inputs,
+    *,
+    max_per_finding: int = 3,
+    kb: Searcher | bool | None = None,
+    kb_dir: str | Path | None = None,
+    cards_folder: str | Path | None = None,
+) -> list[Citation]:
+    """Pick each finding's sources, number them 1..N across the answer, fill ``finding.sources``.
+
+    ``kb``: None opens the built index if there is one (``kb_dir`` or the default location), False
+    uses the cards only, an object with ``search(query, k, kinds=..., per_doc=...)`` is used as is.
+    A knowledge-base failure is one line in ``diagnosis.notes``; the cards still answer.
+    Sources a finding already had are kept (first) and renumbered.
+    """
+    question = getattr(inputs, "question", None) if inputs is not None else None
+    corpus = card_corpus(str(cards_folder) if cards_folder else None)
+    searcher: Searcher | None
+    if kb is None:
+        searcher = open_knowledge_base(kb_dir)
+    elif kb is False or kb is True:
+        searcher = open_knowledge_base(kb_dir) if kb else None
+    else:
+        searcher = kb
+    numbered: "OrderedDict[str, Citation]" = OrderedDict()
+
+    def number(citation: Citation) -> Citation:
+        key = citation.doc_id
+        if key not in numbered:
+            numbered[key] = citation.model_copy(update={"number": len(numbered) + 1})
+        return numbered[key].model_copy()
+
+    for finding in diagnosis.findings:
+        chosen: list[Citation] = list(finding.sources)
+        kb_slots = 1 if (searcher is not None and max_per_finding >= 2) else 0
+        card_limit = max(0, max_per_finding - kb_slots - len(chosen))
+        chosen += [c for c in pick_cards(finding, question, corpus, card_limit) if c.doc_id not in {x.doc_id for x in chosen}]
+        if searcher is not None and len(chosen) < max_per_finding:
+            query = " ".join(x for x in (question or "", finding.title) if x)
+            try:
+                hits = search_kb(searcher, query, max_per_finding + 2)
+            except Exception as exc:  # KnowledgeError, or anything the store raises: cards still answer
+                diagnosis.notes.append(f"knowledge base not searched ({_first_line(exc)}); sources are the packaged cards")
+                searcher = None
+                hits = []
+            for hit in hits:
+                if len(chosen) >= max_per_finding:
+                    break
+                if hit.doc_id not in {x.doc_id for x in chosen}:
+                    chosen.append(hit)
+        finding.sources = [number(c) for c in chosen[: max(max_per_finding, len(finding.sources))]]
+    return list(numbered.values())
+
+
+def passage_text(citation: Citation) -> str:
+    """The fullest text known for a citation: its card section, the search hit's passage, else its snippet."""
+    if citation.chunk_id:
+        if citation.chunk_id in _PASSAGES:
+            return _PASSAGES[citation.chunk_id]
+        if citation.kind == "card":
+            for chunk in card_corpus(None).chunks:
+                if chunk.chunk_id == citation.chunk_id:
+                    return chunk.text
+    return citation.snippet or ""
+
+
+def card_upstream(citation: Citation) -> list[str]:
+    """The public sources a card was written from (its front matter's ``sources``)."""
+    if citation.kind != "card":
+        return []
+    card = card_corpus(None).cards.get(citation.doc_id)
+    return list(card.metadata.get("sources") or []) if card is not None else []
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return (text.splitlines()[0] if text else type(exc).__name__)[:200]

@@ -1,0 +1,247 @@
+"""The embedded writer: structure, languages, figures with units and provenance, numbered sources."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from vllm_advisor.answer import Answer, attach_sources, write_answer
+from vllm_advisor.answer.citations import check_citations, unsupported_numbers
+from vllm_advisor.answer.figures import collect_figures
+from vllm_advisor.answer.i18n import fmt_number
+from vllm_advisor.diagnosis.inputs import DiagnosisInputs, gather
+from vllm_advisor.schema import Diagnosis, Evidence, Finding, MissingMeasurement, Recommendation
+
+REPO = Path(__file__).resolve().parents[1]
+SEED = REPO / "examples" / "seed-qwen32b-h800-long-input.yaml"
+BENCH = "fixtures/real-bench/vllm-bench/llm-k8s_llama33-70b_tp8_qps04_vllm083_detailed.json"
+
+
+def hand_diagnosis(language: str = "en") -> Diagnosis:
+    """Two findings with evidence of every provenance, recommendations and a missing measurement."""
+    return Diagnosis(
+        language=language,
+        findings=[
+            Finding(
+                cause="kv_capacity",
+                title="Only a few 64K-token requests fit in the KV cache",
+                severity="high",
+                confidence=0.8,
+                explanation="Each request holds its whole prompt in the KV cache, so most clients wait.",
+                evidence=[
+                    Evidence(kind="model", source="model", label="KV cache capacity", value=327120.0, unit="tokens", detail="= 5.1 requests of 64,000 tokens"),
+                    Evidence(kind="reported", source="case file", label="per-request speed at c=40", value=22.0, unit="tok/s"),
+                    Evidence(kind="measured", source="bench.json", label="p99_itl_ms", value=85.2, unit="ms"),
+                ],
+                recommendations=[
+                    Recommendation(
+                        change="Halve KV bytes per token with an fp8 KV cache",
+                        flag="--kv-cache-dtype fp8",
+                        whatif=["kv_cache_dtype=fp8"],
+                        predicted_effect="model: KV cache 327,120 -> 654,256 tokens",
+                        cost="small accuracy risk",
+                        verify="vllm bench serve --model MODEL --max-concurrency 40",
+                    )
+                ],
+            ),
+            Finding(
+                cause="queueing",
+                title="Clients beyond capacity wait in the queue",
+                severity="medium",
+                confidence=0.6,
+                explanation="",
+                evidence=[],
+                recommendations=[Recommendation(change="Report TTFT with and without queue time", verify="sum(vllm:num_requests_waiting)")],
+            ),
+        ],
+        missing=[MissingMeasurement(decides=["kv_capacity", "queueing"], what="running vs waiting on the server", command="vllm-advisor probe watch http://HOST:8000 --duration 120")],
+    )
+
+
+def source_numbers(markdown: str) -> list[int]:
+    section = markdown.split("## Sources")[-1] if "## Sources" in markdown else markdown.split("## 参考来源")[-1]
+    return [int(n) for n in re.findall(r"^- \[(\d+)\]", section, re.M)]
+
+
+def test_english_answer_structure_and_figures():
+    inputs = DiagnosisInputs(question="Why does per-request speed halve at 40 clients?", language="en")
+    diagnosis = hand_diagnosis()
+    sources = attach_sources(diagnosis, inputs, kb=False)
+    answer = write_answer(inputs, diagnosis)
+    md = answer.markdown
+    assert isinstance(answer, Answer) and answer.language == "en" and not answer.llm_used
+    # Sections in order.
+    heads = [md.index(h) for h in ("## Answer", "## Why", "## What to change", "## What would decide it", "## Sources")]
+    assert heads == sorted(heads)
+    # The direct answer leads with the top finding and its key figures, tagged.
+    direct = md.split("## Why")[0]
+    assert "**KV cache capacity: Only a few 64K-token requests fit in the KV cache**" in direct
+    assert "KV cache capacity: **327,120 tokens** (= 5.1 requests of 64,000 tokens) [model]" in direct
+    assert "per-request speed at c=40: **22 tok/s** [reported]" in direct
+    # Evidence bullets: tag, value with unit, where it came from.
+    assert "- [measured] p99_itl_ms: **85.2 ms** — bench.json" in md
+    assert "- [reported] per-request speed at c=40: **22 tok/s** — case file" in md
+    # Recommendations: flag, what-if, predicted effect tagged as model (prefix not doubled), verify in a code block.
+    assert "   - Flag: `--kv-cache-dtype fp8`" in md
+    assert "Predicted effect [model]: KV cache 327,120 -> 654,256 tokens" in md
+    assert "```bash\n     vllm bench serve --model MODEL --max-concurrency 40\n     ```" in md
+    assert "```promql\n     sum(vllm:num_requests_waiting)\n     ```" in md
+    assert "running vs waiting on the server (decides between: KV cache capacity / Queueing)" in md
+    # Sources numbered 1..N, every inline marker resolves, every source is cited somewhere.
+    assert [s.number for s in sources] == list(range(1, len(sources) + 1)) == source_numbers(md)
+    check = check_citations(md.split("## Sources")[0], len(sources))
+    assert check.ok and set(check.valid) == set(range(1, len(sources) + 1))
+    assert [s.number for s in answer.sources] == [s.number for s in sources]
+
+
+def test_chinese_answer_uses_chinese_structure_and_tags():
+    inputs = DiagnosisInputs(question="为啥40并发时生成速率变慢？", language="zh")
+    diagnosis = hand_diagnosis("zh")
+    attach_sources(diagnosis, inputs, kb=False)
+    md = write_answer(inputs, diagnosis).markdown
+    for head in ("## 结论", "## 原因分析", "## 建议的修改", "## 还缺哪些测量", "## 参考来源"):
+        assert head in md
+    assert "## Why" not in md and "## Sources" not in md
+    assert "**KV cache 容量：Only a few 64K-token requests fit in the KV cache**" in md
+    assert "- [实测] p99_itl_ms：**85.2 ms** — bench.json" in md
+    assert "- [用户报告] per-request speed at c=40：**22 tok/s** — case file" in md
+    assert "KV cache capacity：**327,120 tokens**（= 5.1 requests of 64,000 tokens） [模型估算]" in md
+    assert "预计效果 [模型估算]：KV cache 327,120 -> 654,256 tokens" in md
+    assert "### 2. 排队：Clients beyond capacity wait in the queue（严重程度：中）" in md
+    assert "（用于区分：KV cache 容量 / 排队）" in md
+    assert "调优卡片" in md
+
+
+def test_language_argument_overrides_inputs():
+    inputs = DiagnosisInputs(question="Why slow?", language="en")
+    diagnosis = hand_diagnosis()
+    answer = write_answer(inputs, diagnosis, language="zh-CN")
+    assert answer.language == "zh" and "## 结论" in answer.markdown
+
+
+def test_finding_without_evidence_or_explanation_still_renders():
+    inputs = DiagnosisInputs(question="slow", language="en")
+    diagnosis = Diagnosis(findings=[Finding(cause="cuda_graph", title="CUDA graphs are off", confidence=0.4)])
+    answer = write_answer(inputs, diagnosis)  # no attach_sources call: the writer attaches the cards itself
+    md = answer.markdown
+    assert "### 1. CUDA graphs: CUDA graphs are off (severity: medium)" in md
+    assert "No figures were recorded for this finding" in md
+    assert answer.sources and all("cuda_graph" in s.doc_id or s.kind == "card" for s in answer.sources)
+    assert check_citations(md.split("## Sources")[0], len(answer.sources)).ok
+    assert "## What to change" not in md  # nothing to change and nothing missing: no empty section
+
+
+def test_no_findings_points_to_the_missing_measurements():
+    diagnosis = Diagnosis(missing=[MissingMeasurement(decides=["queueing"], what="queue time per request", command="vllm bench serve --save-detailed")])
+    answer = write_answer(DiagnosisInputs(question="why?"), diagnosis)
+    assert "No cause could be established from what was given. The measurements below would decide it." in answer.markdown
+    assert "No change to recommend yet" in answer.markdown
+    assert "```bash\n  vllm bench serve --save-detailed\n  ```" in answer.markdown
+    assert answer.sources == [] and "No sources were attached." in answer.markdown
+
+
+def test_motivating_case_figures_come_from_the_model_and_the_user():
+    inputs = gather(profile=SEED)
+    memory = inputs.engine.memory
+    figs = collect_figures(inputs)
+    # The user's figures are 'reported'; the model's rows sit beside them at the same load.
+    rows = {(r.load, r.kind): r for r in figs.loads}
+    assert rows[("c=40", "reported")].per_request_tok_s == pytest.approx(22.0)
+    assert rows[("c=40", "reported")].output_tok_s == pytest.approx(880.0)
+    assert rows[("c=100", "reported")].per_request_tok_s == pytest.approx(20.0)
+    assert rows[("c=1", "reported")].per_request_tok_s == pytest.approx(40.0)
+    predicted = {r.load_label: r for r in inputs.predicted}
+    assert rows[("c=100", "model")].waiting == predicted["c=100"].metadata["server_waiting_mean"]
+    assert [f.kind for f in figs.workload] == ["reported", "reported"]
+
+    diagnosis = hand_diagnosis("zh")
+    attach_sources(diagnosis, inputs, kb=False)
+    md = write_answer(inputs, diagnosis).markdown
+    assert f"KV cache 容量：**{memory.kv_cache_tokens:,} tokens** [模型估算，估计值]" in md
+    fit = memory.requests_that_fit(63000 + 1000)
+    assert f"（每个请求 64,000 tokens，输入 + 输出）：**{fmt_number(fit)} 个请求** [模型估算，估计值]" in md
+    assert "每个 token 在每张卡上占用的 KV cache：**128 KiB** [模型估算，精确值]" in md  # Qwen2.5-32B: 64 x 8 x 128 x 2 x 2 B / TP 2
+    assert "输入长度：**63,000 tokens** [用户报告]" in md
+    assert "`tensor_parallel_size`：**2** [用户设置]" in md
+    assert "`max_num_batched_tokens`：**2,048 tokens** [假定的默认值]" in md
+    c40 = predicted["c=40"]
+    assert f"| c=40 | [模型估算] | {fmt_number(c40.request_output_tok_s.mean)} | {fmt_number(c40.request_decode_tok_s.mean)} |" in md
+    assert "| c=40 | [用户报告] | 22 | — | — | 880 |" in md
+
+
+def given_texts(inputs, diagnosis: Diagnosis, answer: Answer) -> list[str]:
+    """Every figure the writer was allowed to print: the diagnosis, the model's estimate and
+    configuration, each benchmark run, the sources and the user's question."""
+    texts = [diagnosis.model_dump_json(), json.dumps([s.model_dump() for s in answer.sources]), inputs.question or ""]
+    texts += inputs.notes
+    if inputs.engine is not None:
+        texts += [inputs.engine.memory.model_dump_json(), inputs.engine.config.model_dump_json(), *inputs.engine.notes]
+        per_request = (inputs.input_len or 0) + (inputs.output_len or 0)
+        texts.append(str(inputs.engine.memory.requests_that_fit(per_request)))
+    texts += [r.model_dump_json() for r in [*inputs.measured, *inputs.predicted]]
+    texts += [str(r.ttft_ms.mean / 1000) for r in [*inputs.measured, *inputs.predicted] if r.ttft_ms and r.ttft_ms.mean]
+    texts += [str(inputs.input_len), str(inputs.output_len)]
+    from vllm_advisor.answer.sources import card_upstream
+
+    texts += [" ".join(card_upstream(s)) for s in answer.sources]
+    return texts
+
+
+@pytest.mark.parametrize("language", ["zh", "en"])
+def test_every_number_printed_has_a_source(language, shared_dir):
+    """No figure in the answer is the writer's own: each is in a finding, the memory estimate,
+    the engine configuration, a benchmark run, a source or the question (to the digits shown)."""
+    inputs = gather(profile=SEED, attachments=[shared_dir / BENCH])
+    diagnosis = hand_diagnosis(language)
+    attach_sources(diagnosis, inputs, kb=False)
+    answer = write_answer(inputs, diagnosis, language=language)
+    assert unsupported_numbers(answer.markdown, given_texts(inputs, diagnosis, answer), rel=0.005, ignore_below=0) == []
+    # The real vLLM bench file is a measured row (rate 4/s, 35.1 tok/s per request, 50.3 ms TTFT).
+    assert "| rate=4/s | [measured] | 35.1 | " in answer.markdown or "| rate=4/s | [实测] | 35.1 | " in answer.markdown
+
+
+def test_every_number_printed_has_a_source_with_the_real_diagnosis():
+    from vllm_advisor.diagnosis.engine import diagnose
+
+    inputs = gather(profile=SEED)
+    diagnosis = diagnose(inputs)
+    attach_sources(diagnosis, inputs, kb=False)
+    answer = write_answer(inputs, diagnosis)
+    assert answer.language == "zh"
+    assert unsupported_numbers(answer.markdown, given_texts(inputs, diagnosis, answer), rel=0.005, ignore_below=0) == []
+    assert check_citations(answer.markdown.split("## 参考来源")[0], len(answer.sources)).ok
+
+
+def test_unsupported_numbers_catches_an_invented_figure():
+    given = ["KV cache capacity 327120 tokens, 5.11125 requests, 0.9 utilization, Qwen32B"]
+    assert unsupported_numbers("327,120 tokens; 5.11 requests; 90%; 32B; 327K tokens", given) == []
+    assert unsupported_numbers("about 41,000 tokens and 7.5 requests", given) == ["41,000", "7.5"]
+
+
+DEV_CASES = sorted((Path(__file__).resolve().parents[1].parent / "shared" / "cases" / "dev").glob("*.yaml"))
+
+
+def test_dev_cases_are_there(shared_dir):
+    assert len(DEV_CASES) >= 12 and all(p.parent == shared_dir / "cases" / "dev" for p in DEV_CASES)
+
+
+@pytest.mark.parametrize("case_file", DEV_CASES, ids=lambda p: p.stem)
+def test_dev_cases_answer_with_sourced_numbers_and_resolving_citations(case_file):
+    """Every real case of shared/cases/dev, through the real diagnosis: the answer is in the case's
+    language, prints no figure of its own and every [n] names a listed source."""
+    from vllm_advisor.diagnosis.engine import diagnose
+
+    inputs = gather(profile=case_file)
+    diagnosis = diagnose(inputs)
+    attach_sources(diagnosis, inputs, kb=False)
+    answer = write_answer(inputs, diagnosis)
+    assert answer.language == inputs.language
+    assert unsupported_numbers(answer.markdown, given_texts(inputs, diagnosis, answer), rel=0.005, ignore_below=0) == []
+    sources_head = "## 参考来源" if answer.language == "zh" else "## Sources"
+    body = answer.markdown.split(sources_head)[0]
+    check = check_citations(body, len(answer.sources))
+    assert not check.invalid and set(check.valid) == {s.number for s in answer.sources}
+    assert source_numbers(answer.markdown) == list(range(1, len(answer.sources) + 1))

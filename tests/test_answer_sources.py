@@ -1,0 +1,117 @@
+"""Sources for findings: cards by cause and by text match, knowledge-base hits, one numbering."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+from pathlib import Path
+
+import pytest
+
+from vllm_advisor.answer import attach_sources
+from vllm_advisor.answer.sources import card_corpus, open_knowledge_base, passage_text, rank_cards
+from vllm_advisor.diagnosis.inputs import DiagnosisInputs, gather
+from vllm_advisor.schema import Citation, Diagnosis, Finding
+from vllm_advisor_knowledge.cards import load_cards
+
+REPO = Path(__file__).resolve().parents[1]
+SEED = REPO / "examples" / "seed-qwen32b-h800-long-input.yaml"
+
+
+def card_causes() -> dict[str, list[str]]:
+    return {c.doc_id: c.metadata["causes"] for c in load_cards()}
+
+
+def test_motivating_question_picks_the_long_prompt_capacity_card():
+    inputs = gather(profile=SEED, predict=False)
+    finding = Finding(cause="kv_capacity", title="Only about 5 requests of 64K tokens fit in the KV cache", confidence=0.8)
+    ranked = rank_cards(finding, inputs.question, card_corpus())
+    assert ranked[0].citation.doc_id == "card:kv-capacity-long-prompts"
+    assert ranked[0].primary and ranked[0].text_share == pytest.approx(1.0)
+    causes = card_causes()
+    assert all("kv_capacity" in causes[r.citation.doc_id] for r in ranked)
+    # Every card that names the cause is a candidate, and nothing else is.
+    assert {r.citation.doc_id for r in ranked} == {d for d, c in causes.items() if "kv_capacity" in c}
+
+
+def test_numbering_is_shared_and_deduplicated():
+    diagnosis = Diagnosis(
+        findings=[
+            Finding(cause="preemption", title="Running requests are preempted and recomputed", confidence=0.7),
+            Finding(cause="kv_capacity", title="Preemption under KV pressure: requests recomputed", confidence=0.6),
+            Finding(cause="not_a_cause", title="nothing", confidence=0.1),
+        ]
+    )
+    sources = attach_sources(diagnosis, DiagnosisInputs(question="requests are preempted"), kb=False)
+    assert [s.number for s in sources] == list(range(1, len(sources) + 1))
+    assert len({s.doc_id for s in sources}) == len(sources)
+    by_doc = {s.doc_id: s.number for s in sources}
+    for f in diagnosis.findings:
+        assert len(f.sources) <= 3
+        for c in f.sources:
+            assert by_doc[c.doc_id] == c.number
+            assert f.cause in card_causes()[c.doc_id]
+            assert c.snippet and c.heading and c.chunk_id.startswith(c.doc_id + "#")
+    assert diagnosis.findings[2].sources == []
+    shared = {c.doc_id for c in diagnosis.findings[0].sources} & {c.doc_id for c in diagnosis.findings[1].sources}
+    assert "card:preemption-recompute-v1" in shared  # lists both causes: one number for both findings
+
+
+def test_max_per_finding_and_existing_sources_kept_first():
+    own = Citation(doc_id="doc:configuration/optimization.md", title="Optimization and Tuning", url="https://docs.vllm.ai/en/latest/configuration/optimization/", kind="doc")
+    diagnosis = Diagnosis(findings=[Finding(cause="chunked_prefill_interference", title="Long prefills stall decodes", confidence=0.7, sources=[own])])
+    sources = attach_sources(diagnosis, DiagnosisInputs(question="ITL spikes when a long prompt arrives"), max_per_finding=2, kb=False)
+    assert [c.doc_id for c in diagnosis.findings[0].sources][0] == own.doc_id
+    assert [c.number for c in diagnosis.findings[0].sources] == [1, 2]
+    assert len(sources) == 2 and sources[1].kind == "card"
+
+
+def test_passage_text_of_a_card_is_its_whole_section():
+    diagnosis = Diagnosis(findings=[Finding(cause="kv_capacity", title="KV cache holds few long requests", confidence=0.8)])
+    sources = attach_sources(diagnosis, DiagnosisInputs(question="how many 63K requests fit"), kb=False)
+    text = passage_text(sources[0])
+    assert len(text) > len(sources[0].snippet or "") and sources[0].snippet.strip(" …")[:40] in " ".join(text.split())
+
+
+def test_no_index_means_cards_only(tmp_path):
+    assert open_knowledge_base(tmp_path / "kb") is None  # never built: nothing is created or embedded
+    assert not (tmp_path / "kb").exists()
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def test_unreachable_index_is_a_note_and_the_cards_still_answer(tmp_path):
+    from vllm_advisor_knowledge.knowledge_base import KnowledgeBase
+
+    kb = KnowledgeBase(tmp_path / "kb", chroma_url=f"http://127.0.0.1:{free_port()}")
+    diagnosis = Diagnosis(findings=[Finding(cause="queueing", title="Clients wait in the queue", confidence=0.7)])
+    sources = attach_sources(diagnosis, DiagnosisInputs(question="TTFT grows with rate"), kb=kb)
+    assert sources and all(s.kind == "card" for s in sources)
+    assert len(diagnosis.notes) == 1 and diagnosis.notes[0].startswith("knowledge base not searched (")
+    assert "sources are the packaged cards" in diagnosis.notes[0]
+
+
+@pytest.mark.slow
+def test_built_index_adds_docs_hits(tmp_path, shared_dir):
+    """A real index (the bundled embedding model) over two pages of the vLLM docs in shared/."""
+    from vllm_advisor_knowledge.knowledge_base import KnowledgeBase
+
+    docs = tmp_path / "docs" / "configuration"
+    docs.mkdir(parents=True)
+    for page in ("optimization.md", "conserving_memory.md"):
+        shutil.copy(shared_dir / "corpus" / "vllm-docs" / "configuration" / page, docs / page)
+    KnowledgeBase(tmp_path / "kb").ingest_markdown_folder(tmp_path / "docs")
+    kb = open_knowledge_base(tmp_path / "kb")
+    assert kb is not None
+    diagnosis = Diagnosis(findings=[Finding(cause="chunked_prefill_interference", title="Chunked prefill: long prompts slow running decodes", confidence=0.7)])
+    sources = attach_sources(diagnosis, DiagnosisInputs(question="why do decodes stall when a long prompt arrives? chunked prefill"), kb_dir=tmp_path / "kb")
+    kinds = [c.kind for c in diagnosis.findings[0].sources]
+    assert kinds[:2] == ["card", "card"] and kinds[2] == "doc"
+    doc = diagnosis.findings[0].sources[2]
+    assert doc.url.startswith("https://docs.vllm.ai/") and doc.doc_id.startswith("doc:")
+    assert doc.number == 3 and sources[2].doc_id == doc.doc_id
+    assert len(passage_text(doc)) >= len(doc.snippet or "")
