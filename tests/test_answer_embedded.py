@@ -127,7 +127,7 @@ def test_finding_without_evidence_or_explanation_still_renders():
     diagnosis = Diagnosis(findings=[Finding(cause="cuda_graph", title="CUDA graphs are off", confidence=0.4)])
     answer = write_answer(inputs, diagnosis)  # no attach_sources call: the writer attaches the cards itself
     md = answer.markdown
-    assert "### 1. CUDA graphs: CUDA graphs are off (severity: medium)" in md
+    assert "### 1. CUDA graphs are off (severity: medium)" in md  # the title names the cause: said once
     assert "No figures were recorded for this finding" in md
     assert answer.sources and all("cuda_graph" in s.doc_id or s.kind == "card" for s in answer.sources)
     assert check_citations(md.split("## Sources")[0], len(answer.sources)).ok

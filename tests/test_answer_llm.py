@@ -401,3 +401,12 @@ def test_answer_question_numbers_sources_then_writes(server, key_env):
     llm = answer_question(inputs, diagnose(inputs), kb=False, llm_base_url=url_of(server), llm_model="m", on_token=tokens.append)
     assert llm.llm_used and "".join(tokens) == "KV cache 只能放 327,120 个 token [1]。"
     assert [s.doc_id for s in llm.sources] == [s.doc_id for s in embedded.sources]
+
+
+def test_tail_is_what_follows_the_streamed_prose(server, key_env):
+    inputs, diagnosis, sources = case()
+    server.behaviour.answer = GOOD
+    tokens: list[str] = []
+    answer = write_answer_llm(inputs, diagnosis, sources, base_url=url_of(server), model="m", on_token=tokens.append)
+    assert answer.markdown == "".join(tokens) + "\n\n" + answer.tail
+    assert answer.tail.startswith("## 说明") and "## 参考来源" in answer.tail

@@ -115,3 +115,16 @@ def test_built_index_adds_docs_hits(tmp_path, shared_dir):
     assert doc.url.startswith("https://docs.vllm.ai/") and doc.doc_id.startswith("doc:")
     assert doc.number == 3 and sources[2].doc_id == doc.doc_id
     assert len(passage_text(doc)) >= len(doc.snippet or "")
+
+
+def test_an_unreadable_index_is_not_rebuilt_by_ask(tmp_path):
+    """A folder that claims docs were indexed but whose store is garbage: a note, cards, no rebuild."""
+    kb_dir = tmp_path / "kb"
+    (kb_dir / "chroma").mkdir(parents=True)
+    (kb_dir / "chroma" / "chroma.sqlite3").write_bytes(b"this is not a sqlite file" * 100)
+    (kb_dir / "sources.yaml").write_text("sources:\n  vllm-docs:\n    kind: doc\n    documents: 2\n    chunks: 65\n", encoding="utf-8")
+    diagnosis = Diagnosis(findings=[Finding(cause="queueing", title="Clients wait in the queue", confidence=0.7)])
+    sources = attach_sources(diagnosis, DiagnosisInputs(question="TTFT grows"), kb_dir=kb_dir)
+    assert sources and all(s.kind == "card" for s in sources)
+    assert len(diagnosis.notes) == 1 and "run `vllm-advisor kb build`" in diagnosis.notes[0]
+    assert (kb_dir / "chroma" / "chroma.sqlite3").read_bytes().startswith(b"this is not a sqlite file")  # untouched

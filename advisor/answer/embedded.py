@@ -201,8 +201,9 @@ def finding_heading(f: Finding, language: str) -> str:
     p = Punct(language)
     name = cause_name(language, f.cause)
     title = f.title.strip()
-    head = name if not title or title.lower() == name.lower() else f"{name}{p.colon}{title}"
-    return head
+    if not title or name.lower() in title.lower():
+        return title or name  # the title already names the cause: no "测量方法：测量方法本身…"
+    return f"{name}{p.colon}{title}"
 
 
 def render_direct(diagnosis: Diagnosis, language: str) -> list[str]:
@@ -344,6 +345,15 @@ def answer_notes(inputs, diagnosis: Diagnosis) -> list[str]:
     return list(dict.fromkeys(n.strip() for n in notes if n and n.strip()))
 
 
+def compose_tail(sources: list[Citation], language: str, notes: list[str]) -> str:
+    """Caveats and the numbered sources: what follows the prose in every answer."""
+    lines: list[str] = []
+    if notes:
+        lines += [phrase(language, "h_notes"), ""] + [f"- {n}" for n in notes] + [""]
+    lines += render_sources(sources, language)
+    return "\n".join(lines).rstrip() + "\n"
+
+
 def compose(inputs, diagnosis: Diagnosis, sources: list[Citation], language: str, notes: list[str], *, body: list[str] | None = None) -> str:
     """The whole answer; ``body`` replaces the part between the direct answer and the sources."""
     lines: list[str] = []
@@ -359,10 +369,7 @@ def compose(inputs, diagnosis: Diagnosis, sources: list[Citation], language: str
         lines += render_missing(diagnosis, language)
     else:
         lines += body + [""]
-    if notes:
-        lines += [phrase(language, "h_notes"), ""] + [f"- {n}" for n in notes] + [""]
-    lines += render_sources(sources, language)
-    return "\n".join(lines).rstrip() + "\n"
+    return "\n".join(lines).rstrip() + "\n\n" + compose_tail(sources, language, notes)
 
 
 def resolve_language(inputs, diagnosis: Diagnosis, language: str | None) -> str:
@@ -381,6 +388,7 @@ def write_answer(inputs, diagnosis: Diagnosis, *, language: str | None = None, e
     markdown = compose(inputs, diagnosis, sources, lang, notes)
     return Answer(
         markdown=markdown,
+        tail=compose_tail(sources, lang, notes),
         language=lang,
         sources=sources,
         findings=[f.model_copy(deep=True) for f in diagnosis.findings],

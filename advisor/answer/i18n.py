@@ -85,7 +85,7 @@ PHRASES: dict[str, dict[str, str]] = {
     },
     "zh": {
         "h_answer": "## 结论",
-        "h_figures": "## 关键数字",
+        "h_figures": "## 计算依据",
         "h_why": "## 原因分析",
         "h_change": "## 建议的修改",
         "h_missing": "## 还缺哪些测量",

@@ -28,7 +28,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 from ..schema import Citation, Diagnosis
 from .citations import check_citations, strip_invalid_markers, strip_thinking, unsupported_numbers
-from .embedded import answer_notes, collect_sources, compose, resolve_language, write_answer
+from .embedded import answer_notes, collect_sources, compose, compose_tail, resolve_language, write_answer
 from .figures import collect_figures
 from .i18n import phrase
 from .model import Answer
@@ -363,6 +363,7 @@ def write_answer_llm(
     markdown = compose(inputs, diagnosis, sources, lang, notes, body=[text])
     return Answer(
         markdown=markdown,
+        tail=compose_tail(sources, lang, notes),
         language=lang,
         sources=sources,
         findings=[f.model_copy(deep=True) for f in diagnosis.findings],

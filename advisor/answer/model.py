@@ -16,6 +16,7 @@ class Answer(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     markdown: str
+    tail: str = Field("", description="the end of markdown (caveats, numbered sources): what to print after LLM prose that already streamed")
     language: str = Field(description="'en' or 'zh': the language the answer is written in")
     sources: list[Citation] = Field(default_factory=list, description="numbered 1..N; the [n] markers in markdown point here")
     findings: list[Finding] = Field(default_factory=list)

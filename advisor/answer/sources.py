@@ -151,11 +151,12 @@ def pick_cards(finding: Finding, question: str | None, corpus: CardCorpus, limit
 # -- the knowledge-base index ------------------------------------------------------------------------
 
 
-def open_knowledge_base(kb_dir: str | Path | None = None) -> Searcher | None:
+def open_knowledge_base(kb_dir: str | Path | None = None, notes: list[str] | None = None) -> Searcher | None:
     """The index when one has been built with docs or issue threads; None otherwise.
 
-    Opening is cheap; nothing is built or repaired here (a missing index is `kb build`'s job, and
-    `ask` must not spend minutes embedding documents the user did not ask for)."""
+    Nothing is built or repaired here: a missing or unreadable index is `kb build`'s job, and `ask`
+    must not spend minutes embedding documents the user did not ask for. An index that exists but
+    cannot be opened adds one line to ``notes``."""
     try:
         from vllm_advisor_knowledge.paths import CHROMA_SUBDIR, resolve_kb_dir
         from vllm_advisor_knowledge.registry import Registry
@@ -169,9 +170,15 @@ def open_knowledge_base(kb_dir: str | Path | None = None) -> Searcher | None:
         return None
     try:
         from vllm_advisor_knowledge.knowledge_base import KnowledgeBase
-    except ImportError:
+
+        kb = KnowledgeBase(folder)
+        if kb.collection(repair=False).count() == 0:
+            return None
+    except Exception as exc:  # ImportError, IndexUnavailableError, a store that will not open
+        if notes is not None:
+            notes.append(f"knowledge base not searched ({_first_line(exc)}); run `vllm-advisor kb build`; sources are the packaged cards")
         return None
-    return KnowledgeBase(folder)
+    return kb
 
 
 def _remember_passage(chunk_id: str | None, text: str | None) -> None:
@@ -229,10 +236,10 @@ def attach_sources(
     question = getattr(inputs, "question", None) if inputs is not None else None
     corpus = card_corpus(str(cards_folder) if cards_folder else None)
     searcher: Searcher | None
-    if kb is None:
-        searcher = open_knowledge_base(kb_dir)
-    elif kb is False or kb is True:
-        searcher = open_knowledge_base(kb_dir) if kb else None
+    if kb is None or kb is True:
+        searcher = open_knowledge_base(kb_dir, diagnosis.notes)
+    elif kb is False:
+        searcher = None
     else:
         searcher = kb
     numbered: "OrderedDict[str, Citation]" = OrderedDict()
