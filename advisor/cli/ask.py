@@ -1,0 +1,198 @@
+"""``vllm-advisor ask``: a question answered from what the user gave, with findings and sources."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import click
+
+from ..errors import AdvisorError, UsageError
+from .output import console, emit_json, json_option
+
+
+def common_inputs(f):
+    """Where the facts come from: a case file, attached files, /metrics, a serve command."""
+    opts = [
+        click.option("--profile", type=click.Path(dir_okay=False, path_type=Path), help="Case file (YAML): deployment, workload, observations, question."),
+        click.option("--attach", "attachments", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="Benchmark result, /metrics dump or watch file, server log (repeatable; format detected)."),
+    ]
+    for opt in reversed(opts):
+        f = opt(f)
+    return f
+
+
+def no_log_option(f):
+    return click.option("--no-log", is_flag=True, help="Do not record this run in the local log (see `vllm-advisor logs`).")(f)
+
+
+def record_run(command: str, *, enabled: bool, **fields: Any) -> int | None:
+    """Log the run; a log that cannot be written is a warning, never a lost answer."""
+    if not enabled:
+        return None
+    from ..logs import LogStore
+
+    try:
+        return LogStore().record(command, **fields)
+    except AdvisorError as exc:
+        click.echo(click.style("warning: ", fg="yellow") + f"not logged: {exc.one_line()}", err=True)
+        return None
+
+
+def scrub_user_text(inputs) -> None:
+    """Remove credentials from the user's own words before anything reads them: the diagnosis
+    quotes excerpts of the question (an excerpt can cut a token off from the 'Bearer' that marks it),
+    the LLM endpoint receives it, the answer, the memo and the log repeat it. A key has no
+    diagnostic value, so it never gets that far."""
+    from ..logs import redact_text
+
+    inputs.question = redact_text(inputs.question)
+    if inputs.case is not None:
+        inputs.case.question = redact_text(inputs.case.question)
+        inputs.case.workload.dataset = redact_text(inputs.case.workload.dataset)
+        for obs in inputs.case.observations:
+            obs.notes = redact_text(obs.notes)
+    for run in inputs.measured:
+        if isinstance(run.metadata.get("user_notes"), str):
+            run.metadata["user_notes"] = redact_text(run.metadata["user_notes"])
+
+
+def elapsed_ms(start: float) -> float:
+    return (time.perf_counter() - start) * 1000
+
+
+@click.command()
+@click.argument("question", required=False)
+@common_inputs
+@click.option("--metrics", "metrics", multiple=True, metavar="URL|FILE", help="A /metrics URL to scrape or a saved dump / watch file (repeatable).")
+@click.option("--serve-cmd", help='The `vllm serve ...` command line.')
+@click.option("--model", help="Model: catalog name, Hugging Face id, or path to a config.json.")
+@click.option("--gpu", help="GPU: catalog name (H100, H800, H200, A100-80G, L40S, RTX4090, ...).")
+@click.option("--num-gpus", type=int, help="GPUs serving the model.")
+@click.option("--vllm-version", help="vLLM version (decides the defaults of unset flags).")
+@click.option("--llm-base-url", metavar="URL", help="An OpenAI-compatible endpoint (e.g. a vLLM server) that writes the prose; the findings stay the advisor's.")
+@click.option("--llm-model", metavar="NAME", help="Model name at --llm-base-url.")
+@click.option("--llm-key-env", metavar="NAME", default="OPENAI_API_KEY", show_default=True, help="Environment variable holding the endpoint's API key (its value is never logged).")
+@no_log_option
+@json_option
+def ask(question, profile, attachments, metrics, serve_cmd, model, gpu, num_gpus, vllm_version, llm_base_url, llm_model, llm_key_env, no_log, as_json) -> None:
+    """Answer QUESTION about a slow vLLM deployment: causes ranked with evidence, changes with
+    predicted effects, and numbered sources.
+
+    \b
+    vllm-advisor ask --profile case.yaml
+    vllm-advisor ask "why is TTFT 30 s at 40 clients?" --attach bench.json --metrics http://host:8000/metrics
+    vllm-advisor ask "..." --serve-cmd "vllm serve Qwen/Qwen2.5-32B-Instruct -tp 2" --gpu H800
+    vllm-advisor ask --profile case.yaml --llm-base-url http://localhost:8000 --llm-model Qwen/Qwen2.5-7B-Instruct
+    """
+    if llm_model and not llm_base_url:
+        raise UsageError("--llm-model needs --llm-base-url")
+    if llm_base_url and not llm_model:
+        raise UsageError("--llm-base-url needs --llm-model (the model name the endpoint serves)")
+    if not question and not profile:
+        raise UsageError("give a QUESTION, or a --profile whose case file has a question")
+    start = time.perf_counter()
+    log_inputs = {
+        "profile": str(profile) if profile else None,
+        "attachments": [str(a) for a in attachments],
+        "metrics": list(metrics),
+        "serve_cmd": serve_cmd,
+        "model": model,
+        "gpu": gpu,
+        "num_gpus": num_gpus,
+        "vllm_version": vllm_version,
+        "llm_base_url": llm_base_url,
+        "llm_model": llm_model,
+        "llm_key_env": llm_key_env if llm_base_url else None,
+        "json": as_json,
+    }
+    try:
+        answer, diagnosis, inputs, streamed = _answer(
+            question, profile, attachments, metrics, serve_cmd,
+            {"model": model, "gpu": gpu, "num_gpus": num_gpus, "vllm_version": vllm_version},
+            llm_base_url, llm_model, llm_key_env, stream_to_stdout=not as_json,
+        )
+    except AdvisorError as exc:
+        record_run("ask", enabled=not no_log, question=question, inputs=log_inputs, duration_ms=elapsed_ms(start), error=exc.one_line())
+        raise
+    run_id = record_run(
+        "ask",
+        enabled=not no_log,
+        question=inputs.question,
+        inputs=log_inputs,
+        output=answer.markdown,
+        findings=answer.findings,
+        sources=answer.sources,
+        duration_ms=elapsed_ms(start),
+        llm_used=answer.llm_used,
+    )
+    if as_json:
+        emit_json(
+            {
+                "findings": answer.findings,
+                "answer": answer.markdown,
+                "sources": answer.sources,
+                "missing": answer.missing or diagnosis.missing,
+                "notes": answer.notes,
+                "language": answer.language,
+                "llm_used": answer.llm_used,
+                "log_id": run_id,
+            }
+        )
+        return
+    _print_answer(answer, streamed)
+
+
+def _answer(question, profile, attachments, metrics, serve_cmd, overrides, llm_base_url, llm_model, llm_key_env, *, stream_to_stdout: bool):
+    """gather -> diagnose -> attach_sources -> write the answer (LLM prose when asked for)."""
+    from ..answer import attach_sources, write_answer, write_answer_llm
+    from ..diagnosis.engine import diagnose
+    from ..diagnosis.inputs import gather
+
+    inputs = gather(question=question, profile=profile, attachments=list(attachments), metrics=list(metrics), serve_cmd=serve_cmd, overrides=overrides, calibrate=True)
+    if not inputs.question:
+        raise UsageError(f"{profile}: the case file has no question; give one as the QUESTION argument")
+    scrub_user_text(inputs)
+    diagnosis = diagnose(inputs)
+    sources = attach_sources(diagnosis, inputs)
+    streamed = False
+    if llm_base_url:
+        def on_token(piece: str) -> None:
+            nonlocal streamed
+            streamed = True
+            sys.stdout.write(piece)
+            sys.stdout.flush()
+
+        answer = write_answer_llm(
+            inputs, diagnosis, sources, base_url=llm_base_url, model=llm_model, api_key_env=llm_key_env,
+            on_token=on_token if stream_to_stdout else None,
+        )
+    else:
+        answer = write_answer(inputs, diagnosis)
+    return answer, diagnosis, inputs, streamed
+
+
+def _print_answer(answer, streamed: bool) -> None:
+    """The answer as rendered Markdown. When the LLM's prose already streamed and was accepted, only
+    what followed it (sources, caveats) is printed; when it streamed and was rejected, the embedded
+    answer follows under a line that says so."""
+    from rich.markdown import Markdown
+    from rich.rule import Rule
+
+    if streamed and answer.llm_used:
+        click.echo("")
+        tail = []
+        if answer.sources:
+            tail.append("**Sources**\n\n" + "\n".join(f"{s.number}. {s.title}: <{s.url}>" for s in answer.sources))
+        if answer.notes:
+            tail.append("\n".join(f"- {n}" for n in answer.notes))
+        if tail:
+            console().print(Rule())
+            console().print(Markdown("\n\n".join(tail)))
+        return
+    if streamed:
+        click.echo("")
+        console().print(Rule(answer.notes[0] if answer.notes else "the LLM's answer was not used", style="yellow"))
+    console().print(Markdown(answer.markdown))

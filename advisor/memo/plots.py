@@ -1,0 +1,177 @@
+"""The memo's three plots, drawn with matplotlib's object API on the Agg canvas (no display, no
+pyplot global state, safe to call from any thread).
+
+Labels are English on purpose: matplotlib's bundled fonts have no CJK glyphs, and a plot full of
+empty boxes helps nobody; the memo's text around the plots is in the question's language.
+Each PNG is written to a temporary file first and moved into place, like the memo itself.
+"""
+
+from __future__ import annotations
+
+import io
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from .loadpoints import LoadPointRow, figure_value
+
+MEASURED_STYLE = dict(color="black", marker="o", linestyle="-", linewidth=1.5)
+PREDICTED_STYLE = dict(color="tab:blue", marker="s", linestyle="--", linewidth=1.5)
+CEILING_STYLE = dict(color="tab:gray", marker="^", linestyle=":", linewidth=1.2)
+
+
+@dataclass
+class Plot:
+    name: str  # file stem: per_request_speed, throughput, kv_capacity
+    path: Path
+    title_key: str
+
+
+def _axis(rows: list[LoadPointRow]) -> tuple[str | None, list[LoadPointRow]]:
+    """Closed-loop points when there are any (x = clients), else finite request rates (x = req/s)."""
+    closed = [r for r in rows if r.key and r.key[0] == "c"]
+    if closed:
+        return "c", closed
+    rates = [r for r in rows if r.key and r.key[0] == "rate" and not math.isinf(r.key[1])]
+    return ("rate", rates) if rates else (None, [])
+
+
+def _series(rows: list[LoadPointRow], pick) -> tuple[list[float], list[float]]:
+    xs, ys = [], []
+    for row in rows:
+        y = pick(row)
+        if y is not None and row.x is not None and not math.isinf(y):
+            xs.append(row.x)
+            ys.append(y)
+    return xs, ys
+
+
+def _measured(rows: list[LoadPointRow], attr: str) -> tuple[list[float], list[float]]:
+    xs, ys = [], []
+    for row in rows:
+        for run in row.measured:
+            y = figure_value(run, attr)
+            if y is not None and row.x is not None:
+                xs.append(row.x)
+                ys.append(y)
+    return xs, ys
+
+
+def _figure(title: str, xlabel: str, ylabel: str, xs_all: list[float]):
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.5, 4.6), dpi=110, layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_title(title, fontsize=11)
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.grid(True, alpha=0.3)
+    positive = [x for x in xs_all if x > 0]
+    if positive and max(positive) / min(positive) >= 10:
+        ax.set_xscale("log")
+    if positive:
+        ax.set_xticks(sorted(set(positive)))
+        ax.set_xticklabels([f"{x:g}" for x in sorted(set(positive))])
+    return fig, ax
+
+
+def _save(fig, path: Path) -> None:
+    from .writer import write_bytes_atomic
+
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", metadata={"Software": "vllm-advisor"})
+    write_bytes_atomic(path, buffer.getvalue())
+
+
+def draw_plots(
+    rows: list[LoadPointRow],
+    folder: Path,
+    *,
+    subject: str,
+    calibrated: bool,
+    kv_requests_that_fit: float | None,
+    kv_tokens_per_request: int | None,
+    kv_missing_text: str = "the KV-capacity plot needs the performance model",
+) -> tuple[list[Plot], list[str]]:
+    """Draw what the data allow; return the plots written and, for each one not drawn, why."""
+    kind, points = _axis(rows)
+    skipped: list[str] = []
+    if kind is None:
+        return [], ["no load point with a client count or a finite request rate"]
+    xlabel = "concurrent clients (closed loop)" if kind == "c" else "request rate (req/s)"
+    model_tag = "model, calibrated" if calibrated else "model, uncalibrated"
+    xs_all = [r.x for r in points if r.x is not None]
+    plots: list[Plot] = []
+    runs = [m for r in points for m in r.measured]
+    measured = "reported by the user" if runs and all(m.format == "observations" for m in runs) else "measured"
+
+    # (a) per-request speed
+    fig, ax = _figure(f"Per-request speed vs load — {subject}", xlabel, "tokens/s per request", xs_all)
+    drawn = _plot_pairs(
+        ax,
+        [
+            (_measured(points, "request_output_tok_s"), f"{measured}: output speed (tokens / e2e)", MEASURED_STYLE),
+            (_measured(points, "request_decode_tok_s"), f"{measured}: decode speed (1000 / TPOT)", {**MEASURED_STYLE, "linestyle": "-.", "marker": "D"}),
+            (_series(points, lambda r: figure_value(r.predicted, "request_output_tok_s")), f"predicted: output speed ({model_tag})", PREDICTED_STYLE),
+            (_series(points, lambda r: figure_value(r.predicted, "request_decode_tok_s")), f"predicted: decode speed ({model_tag})", {**PREDICTED_STYLE, "linestyle": ":", "marker": "x"}),
+            (_series(points, lambda r: figure_value(r.ceiling, "request_output_tok_s")), "hardware ceiling: output speed", CEILING_STYLE),
+        ],
+    )
+    if drawn:
+        plots.append(_finish(fig, ax, folder / "per_request_speed.png", "per_request_speed", "pl_speed"))
+    else:
+        skipped.append("per-request speed: no measured or predicted speed")
+
+    # (b) throughput
+    fig, ax = _figure(f"Output throughput vs load — {subject}", xlabel, "output tokens/s (whole server)", xs_all)
+    drawn = _plot_pairs(
+        ax,
+        [
+            (_measured(points, "output_throughput_tok_s"), measured, MEASURED_STYLE),
+            (_series(points, lambda r: figure_value(r.predicted, "output_throughput_tok_s")), f"predicted ({model_tag})", PREDICTED_STYLE),
+            (_series(points, lambda r: figure_value(r.ceiling, "output_throughput_tok_s")), "hardware ceiling", CEILING_STYLE),
+        ],
+    )
+    if drawn:
+        plots.append(_finish(fig, ax, folder / "throughput.png", "throughput", "pl_throughput"))
+    else:
+        skipped.append("throughput: no measured or predicted throughput")
+
+    # (c) where KV capacity binds
+    if kv_requests_that_fit is None:
+        skipped.append(kv_missing_text)
+    else:
+        fig, ax = _figure(f"Requests running vs load — {subject}", xlabel, "requests running on the engine", xs_all)
+        pairs = [
+            (_series(points, lambda r: r.predicted.metadata.get("server_running_mean") if r.predicted else None), f"predicted: running, time-weighted mean ({model_tag})", PREDICTED_STYLE),
+            (_series(points, lambda r: r.predicted.metadata.get("server_running_max") if r.predicted else None), "predicted: running, max", {**PREDICTED_STYLE, "linestyle": ":", "marker": "x"}),
+            (_series(points, lambda r: next((m.metadata.get("server_num_requests_running") for m in r.measured if m.metadata.get("server_num_requests_running") is not None), None)), f"{measured}: running", MEASURED_STYLE),
+        ]
+        drawn = _plot_pairs(ax, pairs)
+        if drawn:
+            if kind == "c":
+                ax.plot(xs_all, xs_all, label="clients (if every request were admitted)", color="tab:green", linewidth=0.8, alpha=0.6)
+            tokens = f"{kv_tokens_per_request:,}" if kv_tokens_per_request else "?"
+            ax.axhline(kv_requests_that_fit, color="tab:red", linewidth=1.5, label=f"requests of {tokens} tokens that fit in the KV cache: {kv_requests_that_fit:.1f}")
+            ax.legend(fontsize=8, loc="best")
+            plots.append(_finish(fig, ax, folder / "kv_capacity.png", "kv_capacity", "pl_kv", legend=False))
+        else:
+            skipped.append("kv_capacity: no predicted load point")
+    return plots, skipped
+
+
+def _plot_pairs(ax, pairs) -> int:
+    drawn = 0
+    for (xs, ys), label, style in pairs:
+        if xs:
+            ax.plot(xs, ys, label=label, **style)
+            drawn += 1
+    return drawn
+
+
+def _finish(fig, ax, path: Path, name: str, title_key: str, legend: bool = True) -> Plot:
+    if legend:
+        ax.legend(fontsize=8, loc="best")
+    ax.set_ylim(bottom=0)
+    _save(fig, path)
+    return Plot(name=name, path=path, title_key=title_key)
