@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import re
+
 from ..perf.defaults import parse_version
 from ..schema import Evidence
 from .board import Board
 from .inputs import DiagnosisInputs
 from .text_cues import find_number, params_from_name
 
-CONSUMER_OR_PCIE = ("rtx", "3090", "4090", "a6000", "l40", "l20", "l4", "a10", "pcie")
+#: GPU names that mean PCIe cards when the catalog does not know the GPU (whole words only).
+PCIE_NAME = re.compile(r"\b(rtx|geforce|3090|4090|5090|a6000|l40s?|l20|l4|a10g?|a40|a30|t4|pcie)\b", re.IGNORECASE)
 
 
 def detect_config(inputs: DiagnosisInputs, board: Board) -> None:
@@ -59,8 +62,11 @@ def _tensor_parallel(inputs: DiagnosisInputs, board: Board, cfg) -> None:
         )
     if args.disable_custom_all_reduce:
         board.add("tp_comm", 1.0, cfg("disable_custom_all_reduce", True))
-    gpu = (dep.gpu or "").lower()
-    if tp > 1 and (dep.interconnect == "pcie" or any(k in gpu for k in CONSUMER_OR_PCIE)):
+    if inputs.engine is not None:
+        over_pcie = inputs.engine.gpu.interconnect == "pcie" and dep.interconnect != "nvlink"
+    else:
+        over_pcie = bool(PCIE_NAME.search((dep.gpu or "").replace("-", " ")))
+    if tp > 1 and (dep.interconnect == "pcie" or over_pcie):
         board.add(
             "tp_comm",
             2.0,
