@@ -19,8 +19,8 @@ $(STAMP): pyproject.toml
 	@touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/vllm-advisor probe load examples/seed-qwen32b-h800-long-input.yaml
-	$(BIN)/vllm-advisor estimate --profile examples/seed-qwen32b-h800-long-input.yaml
+	$(BIN)/vllm-advisor memo --profile examples/seed-qwen32b-h800-long-input.yaml -o out/memo.md
+	@echo "Open out/memo.md in any Markdown viewer; the plots are linked relatively."
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q

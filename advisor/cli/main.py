@@ -66,14 +66,20 @@ def cli() -> None:
 
 
 def _register() -> None:
+    from .ask import ask
     from .estimate import catalog, estimate
     from .kb import kb
+    from .logs import logs
+    from .memo import memo
     from .probe import probe
 
     cli.add_command(probe)
     cli.add_command(estimate)
     cli.add_command(catalog)
     cli.add_command(kb)
+    cli.add_command(ask)
+    cli.add_command(memo)
+    cli.add_command(logs)
 
 
 _register()
