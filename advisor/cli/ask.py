@@ -75,9 +75,15 @@ def elapsed_ms(start: float) -> float:
 @click.option("--llm-base-url", metavar="URL", help="An OpenAI-compatible endpoint (e.g. a vLLM server) that writes the prose; the findings stay the advisor's.")
 @click.option("--llm-model", metavar="NAME", help="Model name at --llm-base-url.")
 @click.option("--llm-key-env", metavar="NAME", default="OPENAI_API_KEY", show_default=True, help="Environment variable holding the endpoint's API key (its value is never logged).")
+@click.option(
+    "--calibrate/--no-calibrate",
+    default=False,
+    show_default=True,
+    help="Fit the model's efficiencies to the measured load points first (slower; `memo` always does).",
+)
 @no_log_option
 @json_option
-def ask(question, profile, attachments, metrics, serve_cmd, model, gpu, num_gpus, vllm_version, llm_base_url, llm_model, llm_key_env, no_log, as_json) -> None:
+def ask(question, profile, attachments, metrics, serve_cmd, model, gpu, num_gpus, vllm_version, llm_base_url, llm_model, llm_key_env, calibrate, no_log, as_json) -> None:
     """Answer QUESTION about a slow vLLM deployment: causes ranked with evidence, changes with
     predicted effects, and numbered sources.
 
@@ -89,8 +95,6 @@ def ask(question, profile, attachments, metrics, serve_cmd, model, gpu, num_gpus
     """
     if llm_model and not llm_base_url:
         raise UsageError("--llm-model needs --llm-base-url")
-    if llm_base_url and not llm_model:
-        raise UsageError("--llm-base-url needs --llm-model (the model name the endpoint serves)")
     if not question and not profile:
         raise UsageError("give a QUESTION, or a --profile whose case file has a question")
     start = time.perf_counter()
@@ -112,7 +116,7 @@ def ask(question, profile, attachments, metrics, serve_cmd, model, gpu, num_gpus
         answer, diagnosis, inputs, streamed = _answer(
             question, profile, attachments, metrics, serve_cmd,
             {"model": model, "gpu": gpu, "num_gpus": num_gpus, "vllm_version": vllm_version},
-            llm_base_url, llm_model, llm_key_env, stream_to_stdout=not as_json,
+            llm_base_url, llm_model, llm_key_env, stream_to_stdout=not as_json, calibrate=calibrate,
         )
     except AdvisorError as exc:
         record_run("ask", enabled=not no_log, question=question, inputs=log_inputs, duration_ms=elapsed_ms(start), error=exc.one_line())
@@ -145,13 +149,13 @@ def ask(question, profile, attachments, metrics, serve_cmd, model, gpu, num_gpus
     _print_answer(answer, streamed)
 
 
-def _answer(question, profile, attachments, metrics, serve_cmd, overrides, llm_base_url, llm_model, llm_key_env, *, stream_to_stdout: bool):
+def _answer(question, profile, attachments, metrics, serve_cmd, overrides, llm_base_url, llm_model, llm_key_env, *, stream_to_stdout: bool, calibrate: bool = False):
     """gather -> diagnose -> attach_sources -> write the answer (LLM prose when asked for)."""
     from ..answer import attach_sources, write_answer, write_answer_llm
     from ..diagnosis.engine import diagnose
     from ..diagnosis.inputs import gather
 
-    inputs = gather(question=question, profile=profile, attachments=list(attachments), metrics=list(metrics), serve_cmd=serve_cmd, overrides=overrides, calibrate=True)
+    inputs = gather(question=question, profile=profile, attachments=list(attachments), metrics=list(metrics), serve_cmd=serve_cmd, overrides=overrides, calibrate=calibrate)
     if not inputs.question:
         raise UsageError(f"{profile}: the case file has no question; give one as the QUESTION argument")
     scrub_user_text(inputs)

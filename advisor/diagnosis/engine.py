@@ -15,7 +15,7 @@ from ..schema.finding import format_value
 from .board import Board, Hypothesis
 from .causes import BENCH, GENERIC, title
 from .config_facts import detect_config
-from .inputs import DiagnosisInputs
+from .inputs import DiagnosisInputs, diagnosis_prompts
 from .measured import detect_measured
 from .physics import detect_physics
 from .text_cues import detect_cues
@@ -69,7 +69,7 @@ def _predict_effects(findings: list[Finding], inputs: DiagnosisInputs) -> None:
     points = [LoadPoint(concurrency=r.offered_concurrency) for r in inputs.predicted if r.offered_concurrency]
     if not points or not inputs.input_len or not inputs.output_len:
         return
-    points = points[-2:]  # the heaviest load points tell the story; keeps `ask` fast
+    points = points[-1:]  # the heaviest load point tells the story; keeps `ask` fast
     seen: dict[tuple[str, ...], str] = {}
     for f in findings:
         for rec in f.recommendations:
@@ -82,6 +82,7 @@ def _predict_effects(findings: list[Finding], inputs: DiagnosisInputs) -> None:
                         inputs.deployment, inputs.engine_args, list(key), points,
                         input_len=inputs.input_len, output_len=inputs.output_len,
                         shared_prefix_len=inputs.shared_prefix_len or 0,
+                        num_prompts=diagnosis_prompts(points[0]),
                     )
                     seen[key] = _effect_text(result, inputs.language)
                 except AdvisorError as exc:

@@ -228,7 +228,9 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
     calibrated = inputs.calibration is not None and inputs.calibration.calibrated
     ceiling = ceiling_efficiency(sourced)
     for p in points:
-        kwargs = dict(input_len=inputs.input_len, output_len=inputs.output_len, shared_prefix_len=inputs.shared_prefix_len or 0)
+        kwargs = dict(
+            input_len=inputs.input_len, output_len=inputs.output_len, shared_prefix_len=inputs.shared_prefix_len or 0, num_prompts=diagnosis_prompts(p)
+        )
         try:
             engine.step.eff = inputs.calibration.efficiency if calibrated else sourced
             run, _ = predict_load_point(engine, p, **kwargs)
@@ -244,6 +246,12 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
         best.metadata["ceiling"] = True
         inputs.predicted.append(run)
         inputs.ceiling.append(best)
+
+
+def diagnosis_prompts(point) -> int:
+    """Requests simulated per load point for a diagnosis: two rounds of the clients reach the steady
+    state the figures describe (the estimate command uses three); an open stream gets 200."""
+    return max(8, 2 * point.concurrency) if point.concurrency else 200
 
 
 def ceiling_efficiency(base):
