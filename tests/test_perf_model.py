@@ -118,8 +118,16 @@ def test_model_that_does_not_fit_says_so():
 def test_single_decode_step_is_weight_read_bound():
     em = engine(version="0.8.5", needed=64000, tensor_parallel_size=2)
     b = em.step.breakdown(StepBatch(1, 1000, ()))
-    weight_ms = 32.76e9 * 2 / 2 / (em.gpu.mem_bandwidth_gbs * 1e9 * em.step.eff.eff_mem) * 1e3
-    assert b.gemm_ms == pytest.approx(weight_ms, rel=0.03)
+    eff = em.step.eff
+    # Every GEMM weight (all parameters but the untied input embedding and the norms, bf16, TP 2) read
+    # once at the measured bandwidth efficiency, plus one measured kernel floor per GEMM:
+    # 64 layers x (qkv, o, gate_up, down) + the LM head.
+    parts = em.model.param_breakdown()
+    gemm_weights = (em.model.total_params - parts["embedding"] - parts["norms"]) * 2 / 2
+    assert gemm_weights == pytest.approx(32.76e9 - 0.78e9, rel=0.01)
+    read_ms = gemm_weights / (em.gpu.mem_bandwidth_gbs * 1e9 * eff.eff_mem) * 1e3
+    floors_ms = (64 * 4 + 1) * eff.gemm_latency_us * 1e-3
+    assert b.gemm_ms + b.lm_head_ms == pytest.approx(eff.sustained_factor * (read_ms + floors_ms), rel=0.01)
     assert b.attn_prefill_ms == 0 and b.comm_ms > 0
     assert b.total_ms == pytest.approx(em.step(StepBatch(1, 1000, ())) * 1e3)
 
@@ -326,7 +334,9 @@ def test_kv_bytes_per_token_for_every_catalog_model_is_exact():
 
 def test_model_against_a_real_benchmark_and_its_calibration(fixtures_dir):
     """Llama-3.3-70B, TP8 on 8x A100-40GB, ShareGPT at 4 req/s (surajssd/llm-k8s, vLLM 0.8.3 client).
-    Uncalibrated, from datasheets: TTFT and TPOT within 40%. Calibrated to the same file: within 10%."""
+    Uncalibrated (kernel parameters measured on an H200, scaled to the A100 by its datasheet): TTFT and
+    TPOT within 10% (the sourced-guess model needed 40%). Calibrated to the same file: no worse, every
+    figure within 10%."""
     from vllm_advisor.perf.calibrate import calibrate
     from vllm_advisor.probe.bench import load_runs
 
@@ -334,11 +344,13 @@ def test_model_against_a_real_benchmark_and_its_calibration(fixtures_dir):
     inl, outl = round(measured.input_len.mean), round(measured.output_len.mean)
     em = engine("meta-llama/Llama-3.3-70B-Instruct", "A100-40GB", 8, "0.8.3", tensor_parallel_size=8)
     pred, _ = predict_load_point(em, LoadPoint(request_rate=4.0), input_len=inl, output_len=outl, num_prompts=200)
-    assert pred.tpot_ms.mean == pytest.approx(measured.tpot_ms.mean, rel=0.4)
-    assert pred.ttft_ms.median == pytest.approx(measured.ttft_ms.median, rel=0.4)
+    assert pred.tpot_ms.mean == pytest.approx(measured.tpot_ms.mean, rel=0.1)
+    assert pred.ttft_ms.median == pytest.approx(measured.ttft_ms.median, rel=0.1)
     cal = calibrate(em, [measured], input_len=inl, output_len=outl, num_prompts=200)
     assert cal.calibrated and not cal.unreachable
-    assert cal.rms_log_error_after < 0.5 * cal.rms_log_error_before
+    # Uncalibrated the RMS log error is already ~0.03; halving it (the bar of the sourced-guess
+    # model, which started near 0.3) would ask for less than these figures' own noise.
+    assert cal.rms_log_error_before < 0.05 and cal.rms_log_error_after <= cal.rms_log_error_before
     assert all(abs(math.log(r.ratio)) < math.log(1.1) for r in cal.residuals)
     lo, hi = 0.2, 0.95
     assert all(lo <= v <= hi for v in (cal.efficiency.eff_mem, cal.efficiency.eff_gemm, cal.efficiency.eff_attn_decode, cal.efficiency.eff_attn_prefill))

@@ -161,7 +161,8 @@ def estimate(ctx, what_ifs, attachments, calibrate, as_json, input_len, output_l
     data = {
         "config": em.config,
         "memory": em.memory,
-        "calibration": calibration.to_dict() if calibration else {"calibrated": False, "notes": ["no measured load points: sourced default efficiencies"]},
+        "calibration": calibration.to_dict() if calibration else {"calibrated": False, "notes": ["no measured load points: the shipped kernel parameters (measured on H200, scaled by datasheet specs to other GPUs)"]},
+        "step_basis": em.step.basis(),
         "predicted": runs,
         "measured": measured,
         "what_if": whatif.to_dict() if whatif else None,
@@ -302,9 +303,32 @@ def step_cmd(decodes, prefills, as_json: bool, **kw) -> None:
     dep, args, _ = resolve_deployment(**kw)
     em = build_engine_model(dep, args)
     batch = StepBatch(sum(b for b, _ in dec), sum(b * length for b, length in dec), tuple(pre))
+    from ..perf.efficiency import shipped_calibration
+
     bd = em.step.breakdown(batch)
-    data = {**bd.model_dump(), "total_ms": bd.total_ms, "tokens": batch.total_tokens, "basis": "model: roofline with uncalibrated efficiency factors", "efficiency": em.step.eff.model_dump()}
-    emit(data, as_json, lambda d: render.kv_table(f"One step: {batch.num_decodes} decodes, prefill chunks {list(batch.prefill_chunks)} (model, ms)", [(k, f"{v:.3f}") for k, v in d.items() if k.endswith("_ms")]))
+    basis = em.step.basis()
+    cal = shipped_calibration()
+    data = {
+        **bd.model_dump(),
+        "total_ms": bd.total_ms,
+        "tokens": batch.total_tokens,
+        "gpu": em.gpu.name,
+        "tp": em.config.tensor_parallel_size,
+        "basis": basis,
+        "calibration": {"gpu": cal.gpu, "measured_utc": cal.measured_utc, "fitted": cal.fitted, "sources": cal.sources,
+                        "holdout": {name: c.holdout.model_dump() for name, c in cal.components.items()}},
+        "efficiency": em.step.eff.model_dump(),
+    }
+
+    def show(d):
+        rows = [(k, f"{v:.3f}") for k, v in d.items() if k.endswith("_ms")]
+        table = render.kv_table(f"One step on {em.gpu.name}, TP {em.config.tensor_parallel_size}: {batch.num_decodes} decodes, prefill chunks {list(batch.prefill_chunks)} (model, ms)", rows)
+        kernels = ("gemm", "attn_decode", "attn_prefill", "lm_head")
+        lines = [Text(f"gemm, attn_decode, lm_head: {basis['gemm']}", style="dim"), Text(f"attn_prefill: {basis['attn_prefill']}", style="dim")]
+        lines += [Text(f"{part}: {text}", style="dim") for part, text in basis.items() if part not in kernels]
+        return Group(table, *lines)
+
+    emit(data, as_json, show)
 
 
 @click.group()

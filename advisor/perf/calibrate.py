@@ -1,8 +1,9 @@
 """Calibration to the user: fit the step-time efficiencies to what the user measured.
 
 The efficiency factors are sourced guesses until measured. When the user's own load points exist,
-two factors are fitted, each a multiplier on a pair of efficiencies and each held inside physical
-bounds (no kernel beats the datasheet; none runs below a fifth of it on a healthy server):
+two factors are fitted, each a multiplier on a pair of efficiencies, every efficiency clipped to
+physical bounds on its own (no kernel beats the datasheet; none runs below a fifth of it on a
+healthy server):
 
 - ``decode_scale`` multiplies ``eff_mem`` and ``eff_attn_decode``: how close weight and KV reads
   come to peak memory bandwidth. It decides TPOT and single-stream speed.
@@ -114,9 +115,13 @@ def scaled_efficiency(base: Efficiency, decode_scale: float, prefill_scale: floa
 
 
 def _scale_bounds(base: Efficiency, names: tuple[str, str]) -> tuple[float, float]:
+    """The range of a scale over which at least one of its pair can still move. Each efficiency is
+    clipped to the physical bounds on its own (``scaled_efficiency``): the measured decode-attention
+    efficiency sits at ~0.9 of peak bandwidth, and it must not stop the GEMM weight read (~0.7) from
+    being fitted."""
     lo, hi = EFFICIENCY_BOUNDS
     values = [getattr(base, n) for n in names]
-    return max(lo / v for v in values), min(hi / v for v in values)
+    return min(lo / v for v in values), max(hi / v for v in values)
 
 
 def calibrate(

@@ -1,25 +1,31 @@
 """How long one vLLM engine step takes, from the batch it computes and the hardware.
 
 A step runs every layer once over all scheduled tokens (decodes and prefill chunks together). Its
-time is the sum of named parts, each a roofline of the work it does:
+time is the sum of named parts. The GPU-kernel parts use the component formulas of
+:mod:`.kernels`, whose parameters were measured on an H200 (``catalog/kernels-h200.yaml``) and are
+applied to any GPU's datasheet peak TFLOP/s and bandwidth:
 
-- ``gemm``: the linear layers. Reading the weights (``weight_bytes / (bandwidth x eff_mem)``) or doing
-  their FLOPs (``2 x active params x tokens / (peak x eff_gemm)``), whichever is slower. At decode
-  batch sizes it is the weight read: that is why one request decodes at a speed set by memory
-  bandwidth. MoE layers read only the experts the batch routes to.
-- ``attn_decode``: decode attention reads each running request's whole KV cache once per step:
-  ``sum(context lengths) x KV bytes per token / (bandwidth x eff_attn_decode)``.
+- ``gemm``: every linear layer's GEMM at M = the step's tokens (shapes from :mod:`.layer_shapes`):
+  weight read or tensor-core time, whichever dominates, plus a per-kernel floor. MoE layers add two
+  grouped expert GEMMs over the experts the batch routes to.
+- ``attn_decode``: decode attention reads each running request's KV cache once per step, one call
+  per layer; few requests x KV heads cannot reach full bandwidth.
 - ``attn_prefill``: a prefill chunk of C tokens at depth D attends to D + C/2 tokens on average:
-  ``C x 2 x heads x (qk_dim + v_dim) x layers x (D + C/2)`` FLOPs at ``peak x eff_attn_prefill``. This is
-  what makes a late chunk of a 63K prompt much more expensive than an early one.
+  ``C x 2 x heads x (qk_dim + v_dim) x layers x (D + C/2)`` FLOPs, plus the causal tail of the
+  largest chunk and a per-call floor. This is what makes a late chunk of a 63K prompt much more
+  expensive than an early one. The parameters are those of an FA3-class kernel (cuDNN's sm90
+  kernel), as vLLM runs FlashAttention-3 on Hopper.
+- ``lm_head``: the vocabulary projection for the rows that are sampled.
+- The four parts above are multiplied by ``sustained_factor``: a layer's kernels back to back
+  measured a few percent slower than the sum of each timed alone.
+
+vLLM's own per-step costs are separate, named terms that the torch measurements do not cover, with
+sourced values (see :mod:`.efficiency`):
+
 - ``comm``: tensor parallelism all-reduces the hidden state twice per layer: ring all-reduce of
   ``tokens x hidden x 2`` bytes, ``2 (tp-1)/tp`` of it over each link, plus a per-call latency.
-- ``lm_head``: the vocabulary projection for the tokens that are sampled.
-- ``overhead``: a fixed per-step cost (scheduling, input preparation, sampling, Python) plus a small
+- ``overhead``: vLLM's fixed per-step CPU work (scheduling, input preparation, sampling) plus a small
   per-sequence term; with ``enforce_eager`` also a kernel-launch cost per layer.
-
-These are torch-level kernel costs plus vLLM's own per-step costs as separate terms. The efficiency
-factors below are sourced starting points, to be calibrated on measured steps.
 """
 
 from __future__ import annotations
@@ -31,35 +37,10 @@ from pydantic import BaseModel
 
 from ..errors import UsageError
 from .catalog import GpuSpec, ModelSpec
+from .efficiency import SOURCED_FIELDS, Efficiency, shipped_calibration
+from .kernels import Peak, decode_attention_seconds, gemm_seconds, grouped_gemm_seconds, prefill_attention_seconds
+from .layer_shapes import LayerShapes, layer_shapes
 from .simulator import StepBatch
-
-
-class Efficiency(BaseModel):
-    """Fractions of the datasheet peak that real kernels reach, and fixed costs.
-
-    Sources for the defaults:
-    - eff_gemm 0.70: large bf16 GEMMs on Hopper/Ampere reach 70-80% of dense peak (cuBLAS; the
-      FlashAttention-3 paper, arXiv 2407.08608, reports GEMM-class kernels at ~75-80% of H100 peak).
-    - eff_attn_prefill 0.50: FlashAttention-2 reaches 50-73% of A100 peak forward
-      (arXiv 2307.08691); FA3 reaches 75% on H100; vLLM's paged variants run lower.
-    - eff_mem 0.80 / eff_attn_decode 0.60: GEMV-like decode kernels reach ~80% of HBM bandwidth;
-      paged decode attention with scattered blocks less.
-    - allreduce_latency_us 15 / eff_comm 0.70: NCCL small-message all-reduce latency on NVLink is
-      ~10-20 us; bus bandwidth ~70% of link peak for MB-sized messages (nccl-tests).
-    - step_overhead_ms 2.0, per_seq_overhead_us 10: vLLM V1 scheduling + sampling + input prep per
-      step (profiles in vLLM's V1 blog, https://blog.vllm.ai/2025/01/27/v1-alpha-release.html).
-    - eager_launch_us_per_layer 60: without CUDA graphs each layer launches ~10-15 kernels at ~5 us.
-    """
-
-    eff_gemm: float = 0.70
-    eff_mem: float = 0.80
-    eff_attn_prefill: float = 0.50
-    eff_attn_decode: float = 0.60
-    eff_comm: float = 0.70
-    allreduce_latency_us: float = 15.0
-    step_overhead_ms: float = 2.0
-    per_seq_overhead_us: float = 10.0
-    eager_launch_us_per_layer: float = 60.0
 
 
 @dataclass(frozen=True)
@@ -68,48 +49,48 @@ class ModelCosts:
 
     num_layers: int
     hidden_size: int
-    dense_weight_bytes: float  # per GPU, read every step whatever the batch
-    expert_bytes: float  # per GPU, per expert per MoE layer
+    shapes: LayerShapes  # per-GPU GEMMs of a dense layer, an MoE layer, the experts and the LM head
+    weight_bytes_per_param: float
     num_moe_layers: int
     num_experts: int
     experts_per_token: int
-    linear_flops_per_token: float  # per GPU, all layers, excluding lm_head
-    lm_head_flops_per_token: float  # per GPU
     kv_bytes_per_token: float  # per GPU, all layers, bytes read per context token by decode attention
+    kv_heads_per_gpu: int  # independent K/V streams per decoding request (1 for MLA's shared latent)
+    attn_flops_per_query_key: float  # 2 (qk_dim + v_dim): FLOPs of one query against one key, one head, one layer
     prefill_attn_flops: Callable[[int], float]  # per GPU: FLOPs for one new token at this context length
     has_sliding_window: bool = False
 
 
 def model_costs(model: ModelSpec, tp: int, weight_bpp: float, kv_bytes_per_param: float) -> ModelCosts:
     """Per-GPU costs of one TP shard (PP is not split here: a step crosses every stage)."""
-    parts = model.param_breakdown()
-    # The input embedding is a lookup (a few rows per step), not a full read; a tied table is read as the LM head.
-    per_step_params = model.total_params - parts["routed_experts"] - parts["vision"]
-    if not model.tie_word_embeddings:
-        per_step_params -= parts["embedding"]
-    lm_head_flops = 2.0 * model.embedding_params
 
     def prefill_attn(context_len: int) -> float:
         return model.attention_flops_per_token(context_len, mla_absorbed=False) / tp
 
+    if model.attention == "mla":
+        qk_v = model.qk_nope_head_dim + model.qk_rope_head_dim + model.v_head_dim  # type: ignore[operator]
+    else:
+        qk_v = 2 * model.head_dim
     return ModelCosts(
         num_layers=model.num_layers,
         hidden_size=model.hidden_size,
-        dense_weight_bytes=per_step_params * weight_bpp / tp,
-        expert_bytes=model.expert_params * weight_bpp / tp,
+        shapes=layer_shapes(model, tp),
+        weight_bytes_per_param=weight_bpp,
         num_moe_layers=model.num_moe_layers,
         num_experts=model.num_experts or 0,
         experts_per_token=model.experts_per_token or 0,
-        linear_flops_per_token=(model.linear_flops_per_token() - lm_head_flops) / tp,
-        lm_head_flops_per_token=lm_head_flops / tp,
         kv_bytes_per_token=model.kv_bytes_per_token(kv_bytes_per_param, tp),
+        kv_heads_per_gpu=1 if model.attention == "mla" else model.kv_heads_per_gpu(tp),
+        attn_flops_per_query_key=2.0 * qk_v,
         prefill_attn_flops=prefill_attn,
         has_sliding_window=bool(model.sliding_window),
     )
 
 
 class StepBreakdown(BaseModel):
-    """One step's predicted time by part, in milliseconds."""
+    """One step's predicted time by part, in milliseconds. ``gemm``, ``attn_*`` and ``lm_head`` are GPU
+    kernels (measured components, with the sustained factor); ``comm`` and ``overhead`` are vLLM's own
+    sourced terms."""
 
     gemm_ms: float
     attn_decode_ms: float
@@ -121,6 +102,13 @@ class StepBreakdown(BaseModel):
     @property
     def total_ms(self) -> float:
         return self.gemm_ms + self.attn_decode_ms + self.attn_prefill_ms + self.comm_ms + self.lm_head_ms + self.overhead_ms
+
+
+#: What each part of a breakdown rests on, for parts not measured by the torch sweep.
+SOURCED_BASIS = {
+    "comm": "sourced, not measured: NCCL ring all-reduce, latency per call + bytes at eff_comm x link bandwidth",
+    "overhead": "sourced, not measured: vLLM's scheduling, input preparation and sampling per step (+ eager launches)",
+}
 
 
 class StepTimeModel:
@@ -143,14 +131,37 @@ class StepTimeModel:
         self.gpu = gpu
         self.tp = tp
         self.eff = efficiency or Efficiency()
-        peak_tflops = gpu.fp8_tflops if compute_dtype == "fp8" and gpu.fp8_tflops else gpu.bf16_tflops
-        if not peak_tflops:
+        if not gpu.bf16_tflops:
             raise UsageError(f"GPU {gpu.name}: no published dense BF16 TFLOP/s in the catalog, so step time cannot be modelled")
-        self.peak_flops = peak_tflops * 1e12
+        self.compute_dtype = "fp8" if compute_dtype == "fp8" and gpu.fp8_tflops else "bf16"
+        peak_tflops = gpu.fp8_tflops if self.compute_dtype == "fp8" else gpu.bf16_tflops
+        self.peak_flops = peak_tflops * 1e12  # type: ignore[operator]
         self.bandwidth = gpu.mem_bandwidth_gbs * 1e9
+        # GEMMs run at the weights' compute dtype; attention runs in bf16 whatever the weights are.
+        self._gemm_peak = Peak(self.peak_flops, self.bandwidth)
+        self._attn_peak = Peak(gpu.bf16_tflops * 1e12, self.bandwidth)
         link = interconnect_gbs if interconnect_gbs is not None else gpu.interconnect_bw_gbs
         self.link_bw = (link or 16.0) * 1e9
         self.enforce_eager = enforce_eager
+        self._gemm_cache: dict[tuple[str, int], float] = {}
+        self._cache_eff: Efficiency | None = None
+
+    def basis(self) -> dict[str, str]:
+        """Where each part of :meth:`breakdown` comes from: measured on the calibration GPU, scaled
+        from it by datasheet specs, adjusted by a fit to the user's measurements, or sourced."""
+        cal = shipped_calibration()
+        shipped = cal.values()
+        measured = cal.basis(self.gpu, self.compute_dtype)
+        changed = sorted(k for k, v in shipped.items() if getattr(self.eff, k) != v)
+        if changed:
+            measured += f"; adjusted from the shipped values: {', '.join(changed)}"
+        sourced_changed = [k for k in SOURCED_FIELDS if getattr(self.eff, k) != Efficiency.model_fields[k].default]
+        out = {part: measured for part in ("gemm", "attn_decode", "attn_prefill", "lm_head")}
+        out["attn_prefill"] += " (FA3-class: cuDNN sm90 parameters, depth behaviour checked on torch flash)"
+        out.update(SOURCED_BASIS)
+        if sourced_changed:
+            out["overhead"] += f"; changed: {', '.join(sourced_changed)}"
+        return out
 
     def _experts_touched(self, tokens: int) -> float:
         """Expected distinct experts per MoE layer when ``tokens`` tokens each pick ``k`` of ``E``."""
@@ -169,38 +180,71 @@ class StepTimeModel:
             return batch.decode_context_sum - (readers - 1) * p
         return batch.decode_context_sum
 
+    def _cached(self, key: tuple[str, int]) -> float | None:
+        """GEMM times depend only on M and the parameters: kept per M until ``eff`` is replaced."""
+        if self._cache_eff is not self.eff:
+            self._gemm_cache.clear()
+            self._cache_eff = self.eff
+        return self._gemm_cache.get(key)
+
+    def _lm_head_seconds(self, rows: int) -> float:
+        cached = self._cached(("lm_head", rows))
+        if cached is None:
+            head = self.c.shapes.lm_head
+            cached = self._gemm_cache[("lm_head", rows)] = gemm_seconds(rows, head.k, head.n, self._gemm_peak, self.eff, weight_bytes=self.c.weight_bytes_per_param)
+        return cached
+
+    def _gemm_seconds(self, tokens: int) -> float:
+        """All layers' GEMMs at M = ``tokens``."""
+        cached = self._cached(("layers", tokens))
+        if cached is not None:
+            return cached
+        c, eff, peak, wb = self.c, self.eff, self._gemm_peak, self.c.weight_bytes_per_param
+        dense = sum(gemm_seconds(tokens, g.k, g.n, peak, eff, weight_bytes=wb) for g in c.shapes.dense_layer)
+        total = (c.num_layers - c.num_moe_layers) * dense
+        if c.num_moe_layers:
+            layer = sum(gemm_seconds(tokens, g.k, g.n, peak, eff, weight_bytes=wb) for g in c.shapes.moe_layer)
+            rows, experts = tokens * c.experts_per_token, self._experts_touched(tokens)
+            for g in (c.shapes.expert_gate_up, c.shapes.expert_down):
+                if g is not None:
+                    layer += grouped_gemm_seconds(rows, experts, g.k, g.n, peak, eff, weight_bytes=wb)
+            total += c.num_moe_layers * layer
+        self._gemm_cache[("layers", tokens)] = total
+        return total
+
     def breakdown(self, batch: StepBatch) -> StepBreakdown:
         c, eff = self.c, self.eff
         tokens = batch.total_tokens
         if tokens == 0:
             return StepBreakdown(gemm_ms=0, attn_decode_ms=0, attn_prefill_ms=0, comm_ms=0, lm_head_ms=0, overhead_ms=0)
-        weight_bytes = c.dense_weight_bytes + c.expert_bytes * c.num_moe_layers * self._experts_touched(tokens)
-        gemm = max(weight_bytes / (self.bandwidth * eff.eff_mem), c.linear_flops_per_token * tokens / (self.peak_flops * eff.eff_gemm))
-        attn_decode = self._decode_kv_tokens_read(batch) * c.kv_bytes_per_token / (self.bandwidth * eff.eff_attn_decode)
-        prefill_flops = 0.0
-        prefill_kv_bytes = 0.0
-        for chunk, depth in batch.prefill_chunks:
+        layers = c.num_layers
+        gemm = self._gemm_seconds(tokens)
+        attn_decode = 0.0
+        if batch.num_decodes:
+            layer_bytes = self._decode_kv_tokens_read(batch) * c.kv_bytes_per_token / layers
+            attn_decode = layers * decode_attention_seconds(layer_bytes, batch.num_decodes * c.kv_heads_per_gpu, self._attn_peak, eff)
+        attn_prefill = 0.0
+        if batch.prefill_chunks:
             # Causal: the chunk's tokens see depth+1 ... depth+chunk tokens, on average depth + chunk/2.
-            prefill_flops += chunk * c.prefill_attn_flops(int(depth + chunk / 2))
-            prefill_kv_bytes += (depth + chunk) * c.kv_bytes_per_token
-        attn_prefill = max(prefill_flops / (self.peak_flops * eff.eff_attn_prefill), prefill_kv_bytes / (self.bandwidth * eff.eff_mem))
+            flops = sum(chunk * c.prefill_attn_flops(int(depth + chunk / 2)) for chunk, depth in batch.prefill_chunks)
+            tail = eff.attn_prefill_tail_rows * max(chunk for chunk, _ in batch.prefill_chunks) * c.attn_flops_per_query_key
+            attn_prefill = layers * prefill_attention_seconds(flops / layers, tail, self._attn_peak, eff)
         comm = 0.0
         if self.tp > 1:
             msg = tokens * c.hidden_size * 2.0
             per_call = eff.allreduce_latency_us * 1e-6 + msg * 2.0 * (self.tp - 1) / self.tp / (self.link_bw * eff.eff_comm)
-            comm = 2 * c.num_layers * per_call
-        sampled = batch.num_decodes + len(batch.prefill_chunks)
-        # Its weight read is already in ``gemm`` (dense weights); only the FLOPs of sampled rows are added.
-        lm_head = c.lm_head_flops_per_token * sampled / (self.peak_flops * eff.eff_gemm)
+            comm = 2 * layers * per_call
+        lm_head = self._lm_head_seconds(batch.num_decodes + len(batch.prefill_chunks))
         overhead = eff.step_overhead_ms * 1e-3 + eff.per_seq_overhead_us * 1e-6 * (batch.num_decodes + len(batch.prefill_chunks))
         if self.enforce_eager:
-            overhead += eff.eager_launch_us_per_layer * 1e-6 * c.num_layers
+            overhead += eff.eager_launch_us_per_layer * 1e-6 * layers
+        kernels_ms = eff.sustained_factor * 1e3
         return StepBreakdown(
-            gemm_ms=gemm * 1e3,
-            attn_decode_ms=attn_decode * 1e3,
-            attn_prefill_ms=attn_prefill * 1e3,
+            gemm_ms=gemm * kernels_ms,
+            attn_decode_ms=attn_decode * kernels_ms,
+            attn_prefill_ms=attn_prefill * kernels_ms,
             comm_ms=comm * 1e3,
-            lm_head_ms=lm_head * 1e3,
+            lm_head_ms=lm_head * kernels_ms,
             overhead_ms=overhead * 1e3,
         )
 

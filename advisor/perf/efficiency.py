@@ -1,0 +1,167 @@
+"""The step-time model's parameters: how close real kernels come to the datasheet, and fixed costs.
+
+Two kinds of parameter live here, and the difference matters when reading a prediction:
+
+- **Measured** (GEMM, grouped MoE GEMM, decode and prefill attention, the cost of running a
+  layer's kernels back to back): fitted on one H200 by ``benchmarks/gpu/fit_efficiency.py`` from
+  the sweeps in ``benchmarks/gpu/data/`` and shipped as data in ``catalog/kernels-h200.yaml``. They
+  are the defaults for every GPU. Efficiencies are fractions of the datasheet peak TFLOP/s or
+  bandwidth, so on another GPU they are applied to *its* datasheet numbers ("scaled from H200 by
+  specs"); latencies in µs are taken as they are (no spec to scale them by).
+- **Sourced** (all-reduce, vLLM's own per-step CPU work, eager launches): the torch sweep does not
+  time them, so they keep published starting points:
+
+  - ``allreduce_latency_us`` 15 / ``eff_comm`` 0.70: NCCL small-message all-reduce latency on
+    NVLink is ~10-20 µs; bus bandwidth ~70% of link peak for MB-sized messages (nccl-tests).
+  - ``step_overhead_ms`` 2.0, ``per_seq_overhead_us`` 10: vLLM V1 scheduling + sampling + input
+    preparation per step (profiles in vLLM's V1 blog,
+    https://blog.vllm.ai/2025/01/27/v1-alpha-release.html).
+  - ``eager_launch_us_per_layer`` 60: without CUDA graphs each layer launches ~10-15 kernels at ~5 µs.
+
+The formulas that use the measured parameters are in :mod:`.kernels`; what each parameter means is
+in its field description.
+"""
+
+from __future__ import annotations
+
+import functools
+from importlib import resources
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field
+
+from .catalog import GpuSpec
+
+#: The shipped calibration, next to the GPU datasheets it is scaled by.
+CALIBRATION_FILE = "kernels-h200.yaml"
+
+
+class HoldoutError(BaseModel):
+    """Relative step-part error on points left out of the fit: |predicted / measured - 1|."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    points: int
+    median_abs_error: float
+    worst_abs_error: float
+    worst_point: str
+
+
+class ComponentFit(BaseModel):
+    """One fitted component: which kernel was timed, what was fitted, how well it predicts held-out points."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kernel: str
+    form: str
+    fit_points: int
+    split: str
+    values: dict[str, float]
+    fit: HoldoutError
+    holdout: HoldoutError
+    notes: str = ""
+
+
+class KernelCalibration(BaseModel):
+    """The shipped calibration file: provenance, fitted components, and reference kernels."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gpu: str = Field(description="catalog name of the GPU the sweeps ran on")
+    measured_utc: str
+    fitted: str
+    sources: list[str]
+    script: str
+    software: dict[str, str]
+    bars: dict[str, float]
+    components: dict[str, ComponentFit] = Field(description="what the step model uses for vLLM")
+    reference: dict[str, ComponentFit] = Field(
+        default_factory=dict, description="fits of kernels vLLM does not run (torch's FlashAttention-2), kept to document the gap"
+    )
+    notes: list[str] = Field(default_factory=list)
+
+    def values(self) -> dict[str, float]:
+        """All fitted parameters of the vLLM-facing components, by Efficiency field name."""
+        out: dict[str, float] = {}
+        for comp in self.components.values():
+            out.update(comp.values)
+        return out
+
+    def basis(self, gpu: GpuSpec, compute_dtype: str = "bf16") -> str:
+        """Where the GPU-kernel parts of a prediction come from, in one phrase."""
+        if gpu.name == self.gpu and compute_dtype == "bf16":
+            return f"measured on {self.gpu} (torch kernels, {self.measured_utc[:10]}; fit {self.fitted})"
+        what = "FP8 peak TFLOP/s (bf16 efficiencies)" if compute_dtype == "fp8" else "peak TFLOP/s"
+        return f"scaled from {self.gpu} by specs: {self.gpu}'s measured efficiencies applied to {gpu.name}'s datasheet {what} and bandwidth"
+
+
+@functools.cache
+def shipped_calibration() -> KernelCalibration:
+    """The calibration that ships with the package (``catalog/kernels-h200.yaml``)."""
+    text = resources.files(f"{__package__}.catalog").joinpath(CALIBRATION_FILE).read_text(encoding="utf-8")
+    return KernelCalibration(**yaml.safe_load(text))
+
+
+def _measured(name: str, description: str) -> Any:
+    """A field whose default is the shipped fitted value."""
+    return Field(default_factory=lambda: shipped_calibration().values()[name], description=description)
+
+
+class Efficiency(BaseModel):
+    """Fractions of the datasheet peak that real kernels reach, and fixed costs (see the module doc).
+
+    The default of every measured field is the shipped H200 fit; ``Efficiency(eff_gemm=0.6)`` overrides
+    one. ``calibrate`` (fit to the user's own load points) scales ``eff_mem``/``eff_attn_decode`` and
+    ``eff_gemm``/``eff_attn_prefill``. Frozen: change it with ``model_copy(update=...)`` (the step
+    model caches GEMM times per parameter set).
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    # --- GEMM (cuBLAS, F.linear) ---------------------------------------------------------------
+    eff_mem: float = _measured("eff_mem", "GEMM bytes (weights + activations) move at this fraction of peak bandwidth")
+    eff_gemm: float = _measured("eff_gemm", "GEMM tensor-core fraction of peak at M <= gemm_knee_tokens")
+    gemm_large_m_ratio: float = _measured(
+        "gemm_large_m_ratio", "compute efficiency at M >= gemm_large_tokens relative to eff_gemm (long kernels run at power-limited clocks); linear in log2 M between"
+    )
+    gemm_knee_tokens: float = _measured("gemm_knee_tokens", "M where compute efficiency starts to fall (fixed, not fitted)")
+    gemm_large_tokens: float = _measured("gemm_large_tokens", "M where it reaches eff_gemm x gemm_large_m_ratio (fixed, not fitted)")
+    gemm_fill_outputs: float = _measured(
+        "gemm_fill_outputs", "output elements (M x N) at which tensor cores run at half efficiency: too few output tiles leave SMs idle"
+    )
+    gemm_sharpness: float = _measured("gemm_sharpness", "exponent p of the smooth maximum (mem^p + compute^p)^(1/p) between the two rooflines")
+    gemm_latency_us: float = _measured("gemm_latency_us", "fixed time of one GEMM kernel, µs")
+    # --- grouped MoE GEMM (all experts of one layer in one kernel) -----------------------------------
+    moe_eff_mem: float = _measured("moe_eff_mem", "grouped GEMM bytes at this fraction of peak bandwidth")
+    moe_eff_gemm: float = _measured("moe_eff_gemm", "grouped GEMM tensor-core fraction of peak")
+    moe_tile_us: float = _measured("moe_tile_us", "cost per (expert with rows x 128-column output tile), µs: the per-group set-up that dominates tiny experts")
+    moe_sharpness: float = _measured("moe_sharpness", "exponent of the smooth maximum of tile cost, memory and compute time")
+    moe_latency_us: float = _measured("moe_latency_us", "fixed time of one grouped GEMM call, µs")
+    # --- attention -----------------------------------------------------------------------------
+    eff_attn_decode: float = _measured("eff_attn_decode", "decode attention reads K/V at this fraction of peak bandwidth (enough parallel streams)")
+    attn_decode_half_streams: float = _measured(
+        "attn_decode_half_streams", "(requests x KV heads per GPU) at which decode attention reaches half of eff_attn_decode"
+    )
+    attn_decode_latency_us: float = _measured("attn_decode_latency_us", "fixed time of one decode-attention call (one per layer), µs")
+    eff_attn_prefill: float = _measured("eff_attn_prefill", "prefill attention FLOPs at this fraction of peak (FA3-class kernel)")
+    attn_prefill_tail_rows: float = _measured(
+        "attn_prefill_tail_rows", "query rows of one head that run alone over the chunk's C keys at the end (causal imbalance), added to the FLOPs"
+    )
+    attn_prefill_latency_us: float = _measured("attn_prefill_latency_us", "fixed time of one prefill-attention call (one per layer), µs")
+    # --- a layer's kernels back to back ---------------------------------------------------------------
+    sustained_factor: float = _measured(
+        "sustained_factor", "a layer's kernels run back to back take this multiple of the sum of each timed alone"
+    )
+    # --- sourced, not measured -------------------------------------------------------------------------
+    eff_comm: float = Field(0.70, description="all-reduce bus bandwidth fraction of link peak (sourced)")
+    allreduce_latency_us: float = Field(15.0, description="NCCL all-reduce latency per call, µs (sourced)")
+    step_overhead_ms: float = Field(2.0, description="vLLM's per-step CPU work: scheduling, input preparation, sampling (sourced)")
+    per_seq_overhead_us: float = Field(10.0, description="vLLM's per-step cost per scheduled request, µs (sourced)")
+    eager_launch_us_per_layer: float = Field(60.0, description="kernel launches per layer without CUDA graphs, µs (sourced)")
+
+
+#: Fields whose defaults are not measured by the torch sweep.
+SOURCED_FIELDS = ("eff_comm", "allreduce_latency_us", "step_overhead_ms", "per_seq_overhead_us", "eager_launch_us_per_layer")
+
+__all__ = ["CALIBRATION_FILE", "ComponentFit", "Efficiency", "HoldoutError", "KernelCalibration", "SOURCED_FIELDS", "shipped_calibration"]
