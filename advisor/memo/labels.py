@@ -67,7 +67,7 @@ TEXT: dict[str, dict[str, str]] = {
         "no_model_missing": "{what} not given",
         # measured vs predicted
         "mvp_intro_cal": "Predicted figures come from the performance model, **calibrated** to your measured figures within physical bounds (decode x{decode:.2f}, prefill x{prefill:.2f}; RMS log error {before} -> {after}).",
-        "mvp_intro_uncal": "Predicted figures come from the performance model, **uncalibrated** (sourced default efficiencies): {why}.",
+        "mvp_intro_uncal": "Predicted figures come from the performance model, **not calibrated to your figures** (kernel efficiencies measured on an H200 and scaled to this GPU by its datasheet): {why}.",
         "mvp_no_cal_reason": "no calibration was run",
         "mvp_ceiling": "The hardware ceiling runs every kernel at the top of its physical range with no per-step overhead: no server on this hardware can be faster. A measured figure beyond it (marked **beyond ceiling**) is not a server figure: check how it was measured.",
         "mvp_load": "load",
@@ -191,7 +191,7 @@ TEXT: dict[str, dict[str, str]] = {
         "unknown": "未知",
         "no_model_missing": "未提供{what}",
         "mvp_intro_cal": "预测值来自性能模型，已在物理上限内按你的实测值**校准**（decode x{decode:.2f}，prefill x{prefill:.2f}；RMS 对数误差 {before} -> {after}）。",
-        "mvp_intro_uncal": "预测值来自性能模型，**未校准**（使用有出处的默认效率）：{why}。",
+        "mvp_intro_uncal": "预测值来自性能模型，**未按你的数据校准**（内核效率在 H200 上实测，并按本卡的规格换算）：{why}。",
         "mvp_no_cal_reason": "未进行校准",
         "mvp_ceiling": "硬件上限：所有算子都按物理上限的效率运行、没有每步开销——这块硬件上任何服务都不可能更快。超过上限的实测值（标为**超出上限**）不是服务端的真实数字，请检查测量方法。",
         "mvp_load": "负载",
