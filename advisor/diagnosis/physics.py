@@ -102,6 +102,23 @@ def _kv_fit(inputs: DiagnosisInputs, board: Board) -> None:
         reason="The clients beyond what fits are not being served slowly: they wait for a request to finish and free its KV blocks.",
         reason_zh="超出容量的客户端并不是在“慢慢生成”，而是在排队等前面的请求结束、释放 KV 块。",
     )
+    if len(over) >= 2:
+        loads = sorted(over, key=lambda r: r.offered_concurrency)
+        lo, hi = loads[0], loads[-1]
+        r_lo, r_hi = lo.metadata.get("server_running_mean") or 0, hi.metadata.get("server_running_mean") or 0
+        board.add(
+            "queueing",
+            0.5,
+            _model(f"requests running at {lo.load_label} and {hi.load_label}", f"{r_lo:.1f} and {r_hi:.1f}", "requests"),
+            reason=(
+                f"That is why {hi.offered_concurrency} clients look like {lo.offered_concurrency}: in both cases about {r_hi:.0f} requests generate "
+                "while the others wait, so each running request sees the same engine steps and the same speed; more clients only lengthen the queue."
+            ),
+            reason_zh=(
+                f"这也是 {hi.offered_concurrency} 并发和 {lo.offered_concurrency} 并发看起来差不多的原因：两种情况下同时在生成的都只有约 {r_hi:.0f} 个请求，"
+                "其余都在排队，正在运行的请求经历的是同样的引擎步骤、同样的速度；客户端再多，也只是把队伍排得更长。"
+            ),
+        )
 
 
 RATIO_FIGURES = (
