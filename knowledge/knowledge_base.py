@@ -9,6 +9,9 @@
 * Retrieval: the embedding model's nearest chunks and BM25's best chunks, fused by reciprocal rank
   (each list contributes 1/(60 + rank)), then at most ``per_doc`` chunks per document. Chinese
   questions go through the domain glossary first (see :mod:`.glossary`).
+* Queries with the default model are embedded by its ONNX copy (onnxruntime, no torch: about 4 s
+  less from process start to the first answer), written to ``models/`` next to the index when
+  chunks are embedded and checked against torch before use; without a usable copy they use torch.
 * Robustness: an index that cannot be opened or queried (a garbled SQLite file, a deleted segment)
   is wiped and rebuilt from the packaged cards and the sources recorded in ``sources.yaml``, with a
   one-line message; an index that vanished is rebuilt the same way.
@@ -34,10 +37,10 @@ from .bm25_index import Bm25Index, build_bm25, load_bm25, save_bm25
 from .cards import CARDS_SOURCE, load_cards
 from .chunking import chunk_document, embedding_text
 from .documents import Chunk, SourceDocument
-from .embeddings import DEFAULT_MODEL, Embedder, is_default_model
-from .errors import EmbeddingModelError, IndexUnavailableError, KnowledgeError
+from .embeddings import DEFAULT_MODEL, Embedder, SentenceTransformerEmbedder, is_default_model
+from .errors import EmbeddingModelError, IndexUnavailableError, KnowledgeError, OnnxModelUnavailable
 from .glossary import ExpandedQuery, expand_query
-from .paths import BM25_SUBDIR, CHROMA_SUBDIR, resolve_kb_dir
+from .paths import BM25_SUBDIR, CHROMA_SUBDIR, MODELS_SUBDIR, resolve_kb_dir
 from .registry import Registry, SourceRecord
 from .snippets import make_snippet
 from .text_tokens import tokenize
@@ -160,8 +163,9 @@ class KnowledgeBase:
     """One knowledge index (a folder, or a collection on a Chroma server) and how to fill and search it.
 
     ``embedding_model``: a sentence-transformers model name or folder; None means the model the index
-    was built with (all-MiniLM-L6-v2 for a new one). ``notify`` receives one-line messages (index
-    rebuilt, first build); they are also kept in ``messages``.
+    was built with (all-MiniLM-L6-v2 for a new one). ``embedder``: one to use for chunks and queries
+    alike (tests pass a shared one). ``notify`` receives one-line messages (index rebuilt, first
+    build, queries falling back to torch); they are also kept in ``messages``.
     """
 
     def __init__(
@@ -177,6 +181,7 @@ class KnowledgeBase:
         self.chroma_url = chroma_url
         self.requested_model = embedder.name if embedder is not None else embedding_model
         self._embedder = embedder
+        self._query_embedder: Embedder | None = embedder
         self._notify = notify
         self.messages: list[str] = []
         self.registry = Registry.load(self.kb_dir)
@@ -196,6 +201,10 @@ class KnowledgeBase:
             tag = hashlib.sha256(self.chroma_url.encode()).hexdigest()[:10]
             return self.kb_dir / f"{BM25_SUBDIR}-{tag}"
         return self.kb_dir / BM25_SUBDIR
+
+    @property
+    def models_dir(self) -> Path:
+        return self.kb_dir / MODELS_SUBDIR
 
     def _say(self, message: str) -> None:
         self.messages.append(message)
@@ -304,9 +313,48 @@ class KnowledgeBase:
                 )
             self._say(f"embedding model changes from '{index_model}' to '{self.requested_model}': re-embedding every chunk")
             self._reset_collection()
+            self._query_embedder = None
         if self._embedder is None:
-            self._embedder = Embedder(self.requested_model or index_model or DEFAULT_MODEL)
+            self._embedder = SentenceTransformerEmbedder(self.requested_model or index_model or DEFAULT_MODEL)
         return self._embedder
+
+    def query_embedder(self) -> Embedder:
+        """The model that reads queries: the default model's ONNX copy when there is a usable one,
+        else the torch model (which then writes the copy, once, for the next process)."""
+        if self._query_embedder is not None:
+            return self._query_embedder
+        embedder = self.embedder()  # refuses a model other than the index's; loads nothing
+        if not (is_default_model(embedder.name) and isinstance(embedder, SentenceTransformerEmbedder)):
+            self._query_embedder = embedder
+            return embedder
+        from .onnx_embedder import OnnxEmbedder
+
+        try:
+            self._query_embedder = OnnxEmbedder.open(self.models_dir, embedder.name, embedder.location)
+        except OnnxModelUnavailable as exc:
+            self._query_embedder = embedder
+            self._say(f"queries use torch this time (about 4 s more to start): {exc}")
+            self._ensure_onnx(embedder, force=exc.exportable)
+        return self._query_embedder
+
+    def _ensure_onnx(self, embedder: Embedder, *, force: bool = False) -> None:
+        """Write (or confirm) the default model's ONNX copy from the loaded torch model; never fails an ingest."""
+        if not (is_default_model(embedder.name) and isinstance(embedder, SentenceTransformerEmbedder)):
+            return
+        from .onnx_export import ensure_onnx_copy
+
+        try:
+            outcome = ensure_onnx_copy(embedder, self.models_dir, force=force)
+        except (OSError, EmbeddingModelError) as exc:
+            self._say(f"could not write the ONNX copy of {embedder.name} to {self.models_dir} ({_first_line(exc)}); queries will use torch")
+            return
+        if outcome.status == "exported":
+            self._say(
+                f"exported {embedder.name} to ONNX for queries without torch ({self.models_dir}, "
+                f"agrees with torch to cosine {outcome.manifest.min_cosine:.7f}, {outcome.seconds:.1f} s)"
+            )
+        elif outcome.status == "rejected" and outcome.seconds > 0:
+            self._say(f"ONNX copy of {embedder.name} not kept ({outcome.manifest.reason}); queries will use torch")
 
     def _reset_collection(self) -> None:
         client = self._client()
@@ -415,6 +463,8 @@ class KnowledgeBase:
             self._bump_generation(collection, embedder)
         self._refresh_bm25(progress)
         self._record_sources(collection, {meta["source"] for _, meta in chunks} | ({source} if source else set()), docs)
+        if fresh:
+            self._ensure_onnx(embedder)  # torch is loaded now: the cheapest moment to write the query copy
 
         return IngestReport(
             source=source or ", ".join(sorted({document_source(d) for d in docs})) or "-",
@@ -526,7 +576,9 @@ class KnowledgeBase:
         self.collection()
         self.embedder(allow_switch=True)
         self._rebuild_reason = None  # build re-ingests everything anyway
-        return self._ingest_all(progress, on_report)
+        reports = self._ingest_all(progress, on_report)
+        self._ensure_onnx(self.embedder())  # even when nothing was embedded (an index built before the copy existed)
+        return reports
 
     def _ingest_all(self, progress: Progress | None, on_report: Callable[[IngestReport], None] | None) -> list[IngestReport]:
         reports = [self.ingest_cards(progress=progress, _repairing=True)]
@@ -646,7 +698,7 @@ class KnowledgeBase:
 
         dense: list[str] = []
         if "dense" in retrievers:
-            vector = self.embedder().encode([expanded.dense_text])
+            vector = self.query_embedder().encode([expanded.dense_text])
             where = {"kind": {"$in": sorted(kind_set)}} if kind_set else None
             try:
                 dense = collection.query(query_embeddings=vector.tolist(), n_results=n, where=where, include=["distances"])["ids"][0]

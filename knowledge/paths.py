@@ -13,6 +13,7 @@ from pathlib import Path
 
 CHROMA_SUBDIR = "chroma"
 BM25_SUBDIR = "bm25"
+MODELS_SUBDIR = "models"  # the default embedding model's ONNX copy, for queries without torch
 SOURCES_FILE = "sources.yaml"
 
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from vllm_advisor_knowledge.embeddings import Embedder
+from vllm_advisor_knowledge.embeddings import Embedder, SentenceTransformerEmbedder
 from vllm_advisor_knowledge.knowledge_base import KnowledgeBase
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = REPO.parent / "shared" / "corpus" / "vllm-docs"
 QUESTIONS = REPO / "tests" / "data" / "retrieval_questions.yaml"
 
-class MemoEmbedder(Embedder):
+class MemoEmbedder(SentenceTransformerEmbedder):
     """The real model, with each distinct text encoded once per session.
 
     Every small test index starts by indexing the 33 packaged cards (178 chunks); without the memo
