@@ -67,6 +67,7 @@ def cli() -> None:
 
 def _register() -> None:
     from .ask import ask
+    from .chat import chat
     from .estimate import catalog, estimate
     from .kb import kb
     from .logs import logs
@@ -80,6 +81,7 @@ def _register() -> None:
     cli.add_command(ask)
     cli.add_command(memo)
     cli.add_command(logs)
+    cli.add_command(chat)
 
 
 _register()

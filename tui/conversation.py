@@ -1,0 +1,425 @@
+"""One chat with the advisor: the evidence given, the messages exchanged, the latest findings.
+
+WHY a class without Textual in it: the app drives it from worker threads and commits the results
+on the UI thread; tests and benchmarks drive it directly. The split is strict:
+
+* ``answer`` / ``refresh`` / ``estimate`` ... compute only (gather, diagnose, write) and return a
+  result; they may run in a thread and may be abandoned (``check`` raises :class:`Cancelled`);
+* ``commit`` / ``note`` / ``apply_*`` change the conversation and write the log, on one thread.
+
+Gathering is the slow part (the performance model is built and calibrated: seconds), and it only
+depends on the evidence, so its result is cached by the evidence's signature; a question only
+re-runs the diagnosis, which reads the question's words.
+"""
+
+from __future__ import annotations
+
+import copy
+import threading
+import time
+from collections import OrderedDict
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Literal
+
+from vllm_advisor.errors import UsageError
+
+from .chatlog import ChatLog, new_conversation_id
+from .evidence import Detected, Evidence
+
+Stage = Callable[[str, int], None]
+Check = Callable[[], None]
+STAGES = 4
+#: earlier questions handed to the diagnosis (and the LLM) as context
+MAX_EARLIER = 4
+_GATHER_CACHE: "OrderedDict[tuple, Any]" = OrderedDict()
+_GATHER_CACHE_SIZE = 4
+_GATHER_LOCK = threading.Lock()
+_KEY_LOCKS: dict[tuple, threading.Lock] = {}
+
+
+class Cancelled(Exception):
+    """The user pressed Escape: the result of this computation is not wanted any more."""
+
+
+def _no_check() -> None:
+    return None
+
+
+def _no_stage(_text: str, _step: int) -> None:
+    return None
+
+
+@dataclass
+class LLMSettings:
+    base_url: str
+    model: str | None = None
+    key_env: str = "OPENAI_API_KEY"
+    timeout: float = 60.0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"llm_base_url": self.base_url, "llm_model": self.model, "llm_key_env": self.key_env}
+
+
+@dataclass
+class Message:
+    role: Literal["user", "advisor"]
+    text: str
+    sources: list[Any] = field(default_factory=list)  # Citation, for advisor answers
+
+
+@dataclass
+class Turn:
+    """What one question produced, before it is committed."""
+
+    question: str
+    text: str  # everything shown for the answer (the note on what changed, then the answer)
+    answer: Any  # vllm_advisor.answer.Answer
+    diagnosis: Any  # vllm_advisor.schema.Diagnosis
+    duration_ms: float
+
+    @property
+    def sources(self) -> list:
+        return list(self.answer.sources)
+
+
+class Conversation:
+    def __init__(
+        self,
+        *,
+        evidence: Evidence | None = None,
+        llm: LLMSettings | None = None,
+        log: ChatLog | None = None,
+        conversation_id: str | None = None,
+    ) -> None:
+        self.id = conversation_id or new_conversation_id()
+        self.evidence = evidence or Evidence()
+        self.llm = llm
+        self.log = log
+        self.messages: list[Message] = []
+        self.questions: list[str] = []
+        self.diagnosis: Any = None  # the latest Diagnosis (an answer's, or a refresh's)
+        self.findings: list[Any] = []  # the findings of the latest answer: what "since" compares with
+        self.sources: list[Any] = []  # the numbered sources of the latest answer
+        self.notes: list[str] = []
+
+    # -- evidence (UI thread) ------------------------------------------------------------------
+
+    def apply_file(self, path: Path, detected: Detected, *, as_profile: bool = False) -> str:
+        """Add an attached file already detected (in a worker) and say what happened."""
+        path = Path(path).expanduser().resolve()
+        self.evidence.labels[str(path)] = detected.label
+        if detected.kind == "case" and (as_profile or self.evidence.profile is None or self.evidence.profile == path):
+            replaced = self.evidence.profile if self.evidence.profile not in (None, path) else None
+            self.evidence.profile = path
+            if path in self.evidence.attachments:
+                self.evidence.attachments.remove(path)
+            extra = f" (replaces {replaced.name})" if replaced else ""
+            return f"Using **{path.name}** as the deployment's case file{extra}: {detected.label}."
+        if as_profile:
+            raise UsageError(f"{path.name} is not a case file ({detected.label}); use /attach for it")
+        if path in self.evidence.attachments or path == self.evidence.profile:
+            return f"**{path.name}** is already attached ({detected.label})."
+        self.evidence.attachments.append(path)
+        extra = " Its observations are read as measured load points; the deployment stays the one from the profile." if detected.kind == "case" else ""
+        return f"Attached **{path.name}**: {detected.label}.{extra}"
+
+    def apply_serve_cmd(self, command: str) -> str:
+        from vllm_advisor.probe.serve_cmd import engine_args_for, parse_serve_command
+
+        parsed = parse_serve_command(command)  # one-line UsageError for a bad command
+        engine_args_for(parsed)
+        self.evidence.serve_cmd = command
+        model = f" for **{parsed.model}**" if parsed.model else ""
+        return f"Serve command set{model}."
+
+    def apply_fact(self, key: str, value: Any) -> str:
+        if value is None:
+            self.evidence.facts.pop(key, None)
+            return f"`{key}` unset."
+        self.evidence.facts[key] = value
+        return f"`{key}` = **{value}**."
+
+    def add_metrics_source(self, source: str, label: str) -> None:
+        if source not in self.evidence.metrics:
+            self.evidence.metrics.append(source)
+        self.evidence.labels[source] = label
+
+    def clear(self, *, evidence: bool = False) -> None:
+        """A new conversation (new id): messages, findings and sources forgotten."""
+        self.id = new_conversation_id()
+        self.messages.clear()
+        self.questions.clear()
+        self.findings = []
+        self.sources = []
+        self.diagnosis = None
+        if evidence:
+            self.evidence = Evidence()
+
+    # -- computing (any thread) ----------------------------------------------------------------
+
+    def gathered(self, check: Check = _no_check):
+        """The evidence read and modelled (cached by the evidence's signature)."""
+        from vllm_advisor.diagnosis.inputs import gather
+
+        ev = copy.deepcopy(self.evidence)
+        key = ev.signature()
+        with _GATHER_LOCK:
+            if key in _GATHER_CACHE:
+                _GATHER_CACHE.move_to_end(key)
+                return _GATHER_CACHE[key]
+            # one gather per evidence state at a time: a question asked while the side panels are
+            # still being refreshed waits for that gather instead of repeating it
+            key_lock = _KEY_LOCKS.setdefault(key, threading.Lock())
+        with key_lock:
+            with _GATHER_LOCK:
+                if key in _GATHER_CACHE:
+                    return _GATHER_CACHE[key]
+            check()
+            inputs = gather(
+                profile=ev.profile,
+                attachments=list(ev.attachments),
+                metrics=list(ev.metrics),
+                serve_cmd=ev.serve_cmd,
+                overrides=dict(ev.facts),
+                calibrate=True,
+            )
+            with _GATHER_LOCK:
+                _GATHER_CACHE[key] = inputs
+                while len(_GATHER_CACHE) > _GATHER_CACHE_SIZE:
+                    old, _ = _GATHER_CACHE.popitem(last=False)
+                    _KEY_LOCKS.pop(old, None)
+        return inputs
+
+    def question_context(self, question: str, case_question: str | None) -> str:
+        """The text the diagnosis reads: the question, with earlier ones (and the case file's) as context."""
+        earlier = [q for q in self.questions if q.strip() != question.strip()][-MAX_EARLIER:]
+        if case_question and case_question.strip() != question.strip() and case_question not in earlier:
+            earlier.insert(0, case_question)
+        if not earlier:
+            return question
+        return "Earlier in this conversation:\n" + "\n".join(f"- {q}" for q in earlier) + f"\n\nQuestion now: {question}"
+
+    def inputs_for(self, question: str | None, check: Check = _no_check):
+        """A copy of the gathered inputs holding this question (scrubbed of secrets)."""
+        from vllm_advisor.cli.ask import scrub_user_text
+        from vllm_advisor.diagnosis.inputs import detect_language
+
+        base = self.gathered(check)
+        inputs = copy.copy(base)
+        inputs.notes = list(base.notes)
+        case_question = base.case.question if base.case else None
+        if question:
+            inputs.question = self.question_context(question, case_question)
+            inputs.language = detect_language(question)
+        else:
+            last = self.questions[-1] if self.questions else None
+            inputs.question = self.question_context(last, case_question) if last else case_question
+            inputs.language = detect_language(last or case_question)
+        scrub_user_text(inputs)
+        return inputs
+
+    def answer(self, question: str, *, on_stage: Stage = _no_stage, on_token: Callable[[str], None] | None = None, check: Check = _no_check) -> Turn:
+        """Gather (cached), diagnose, number the sources, write; text is streamed to ``on_token``."""
+        from vllm_advisor.answer import attach_sources, write_answer, write_answer_llm
+        from vllm_advisor.diagnosis.engine import diagnose
+
+        start = time.perf_counter()
+        shown: list[str] = []
+
+        def emit(piece: str) -> None:
+            check()
+            shown.append(piece)
+            if on_token is not None:
+                on_token(piece)
+
+        on_stage("reading the evidence and modelling the deployment", 1)
+        inputs = self.inputs_for(question, check)
+        check()
+        on_stage("diagnosing", 2)
+        diagnosis = diagnose(inputs)
+        check()
+        on_stage("finding sources", 3)
+        sources = attach_sources(diagnosis, inputs)
+        check()
+        language = inputs.language
+        since = since_previous(self.findings, diagnosis.findings, language)
+        if since:
+            emit(since + "\n\n")
+        if self.llm is None:
+            on_stage("writing the answer", 4)
+            answer = write_answer(inputs, diagnosis, language=language)
+            for section in markdown_sections(answer.markdown):
+                emit(section)  # the direct answer is drawn while the rest is still being laid out
+        else:
+            on_stage(f"the LLM at {_display(self.llm.base_url)} is writing", 4)
+            streamed = False
+
+            def token(piece: str) -> None:
+                nonlocal streamed
+                streamed = True
+                emit(piece)
+
+            answer = write_answer_llm(
+                inputs, diagnosis, sources, base_url=self.llm.base_url, model=self.llm.model,
+                api_key_env=self.llm.key_env, timeout=self.llm.timeout, on_token=token, language=language,
+            )
+            check()  # a cancel inside the stream made the writer fall back; the result is not wanted
+            if streamed and answer.llm_used:
+                emit("\n\n" + answer.tail)
+            elif streamed:
+                why = answer.notes[0] if answer.notes else "the LLM's answer was not used"
+                emit(f"\n\n---\n\n*{why}*\n\n" + answer.markdown)
+            else:
+                emit(answer.markdown)
+        return Turn(question=question, text="".join(shown), answer=answer, diagnosis=diagnosis, duration_ms=(time.perf_counter() - start) * 1000)
+
+    def refresh(self, check: Check = _no_check):
+        """The diagnosis of the evidence as it stands (no answer written): for the side panels."""
+        from vllm_advisor.diagnosis.engine import diagnose
+
+        inputs = self.inputs_for(None, check)
+        check()
+        return diagnose(inputs)
+
+    # -- state and log (UI thread) -------------------------------------------------------------
+
+    def state(self) -> dict[str, Any]:
+        """What every log row carries, so `--resume` can rebuild the conversation."""
+        out: dict[str, Any] = {"evidence": self.evidence.to_dict(), "turn": len(self.questions)}
+        if self.llm is not None:
+            out.update(self.llm.to_dict())
+        return out
+
+    def commit(self, turn: Turn) -> int | None:
+        """Add an answered question to the conversation and the log (raises AdvisorError if the
+        log cannot be written; the conversation itself is updated first)."""
+        self.messages.append(Message("user", turn.question))
+        self.messages.append(Message("advisor", turn.text, turn.sources))
+        self.questions.append(turn.question)
+        self.diagnosis = turn.diagnosis
+        self.findings = list(turn.diagnosis.findings)
+        self.sources = turn.sources
+        if self.log is None:
+            return None
+        return self.log.record(
+            self.id, event="question", state=self.state(), question=turn.question, output=turn.text,
+            findings=turn.answer.findings, sources=turn.answer.sources, duration_ms=turn.duration_ms,
+            llm_used=turn.answer.llm_used,
+        )
+
+    def note(self, command: str, reply: str, *, event: str, error: str | None = None, duration_ms: float | None = None) -> int | None:
+        """A command and the advisor's reply (evidence changes, estimates, what-ifs, memos)."""
+        self.messages.append(Message("user", command))
+        self.messages.append(Message("advisor", reply))
+        if self.log is None:
+            return None
+        return self.log.record(self.id, event=event, state=self.state(), question=command, output=reply, error=error, duration_ms=duration_ms)
+
+    def record_interrupted(self, question: str, partial: str) -> int | None:
+        """A question whose answer was cut short by quitting: kept, with what had streamed."""
+        if self.log is None:
+            return None
+        return self.log.record(self.id, event="question", state=self.state(), question=question, output=partial or None, error="interrupted before the answer was complete")
+
+    @classmethod
+    def resume(cls, log: ChatLog, *, llm: LLMSettings | None = None) -> "Conversation | None":
+        """The newest logged conversation: its messages, evidence (files that still exist), latest
+        findings and sources. None when there is none."""
+        from vllm_advisor.schema import Citation, Finding
+
+        cid = log.last_conversation_id()
+        if cid is None:
+            return None
+        entries = log.entries(cid)
+        if not entries:
+            return None
+        last = entries[-1].inputs
+        evidence = Evidence.from_dict(last.get("evidence"))
+        conv = cls(evidence=evidence, llm=llm, log=log, conversation_id=cid)
+        missing = [str(p) for p in [evidence.profile, *evidence.attachments] if p is not None and not p.exists()]
+        missing += [m for m in evidence.metrics if not m.startswith("http") and not Path(m).exists()]
+        if missing:
+            evidence.attachments = [a for a in evidence.attachments if a.exists()]
+            evidence.metrics = [m for m in evidence.metrics if m.startswith("http") or Path(m).exists()]
+            if evidence.profile is not None and not evidence.profile.exists():
+                evidence.profile = None
+            conv.notes.append("no longer found, left out: " + ", ".join(missing))
+        for e in entries:
+            if e.question:
+                conv.messages.append(Message("user", e.question))
+            reply = e.output or (f"*{e.error}*" if e.error else "")
+            if e.inputs.get("event") == "question":
+                conv.questions.append(e.question or "")
+                if e.output and not e.error:
+                    conv.sources = _validated(Citation, e.sources)
+                    conv.findings = _validated(Finding, e.findings)
+            if reply:
+                conv.messages.append(Message("advisor", reply, _validated(Citation, e.sources)))
+        return conv
+
+
+def markdown_sections(markdown: str) -> list[str]:
+    """The text cut before each ``## `` heading; the pieces join back to the same text."""
+    pieces: list[str] = []
+    current: list[str] = []
+    for line in markdown.splitlines(keepends=True):
+        if line.startswith("## ") and current:
+            pieces.append("".join(current))
+            current = []
+        current.append(line)
+    if current:
+        pieces.append("".join(current))
+    return pieces
+
+
+def _validated(model, items: list) -> list:
+    out = []
+    for item in items or []:
+        try:
+            out.append(model.model_validate(item))
+        except Exception:  # a row written by another version: show what can be read
+            continue
+    return out
+
+
+def _display(url: str) -> str:
+    from vllm_advisor.probe.metrics.scrape import display_url
+
+    return display_url(url)
+
+
+# -- what changed since the previous answer -------------------------------------------------------
+
+_SINCE = {
+    "en": {"head": "**Since the previous answer:**", "new": "new: {t} (confidence {c:.0%})", "gone": "no longer found: {t}",
+           "top": "now leading: {t}", "conf": "{t}: confidence {a:.0%} → {b:.0%}"},
+    "zh": {"head": "**与上一个回答相比：**", "new": "新发现：{t}（置信度 {c:.0%}）", "gone": "不再成立：{t}",
+           "top": "现在排第一：{t}", "conf": "{t}：置信度 {a:.0%} → {b:.0%}"},
+}
+CONFIDENCE_STEP = 0.1
+
+
+def since_previous(previous: list, current: list, language: str) -> str:
+    """One short Markdown list of how the findings changed (new evidence, a different question);
+    '' when nothing changed or there was no earlier answer."""
+    if not previous:
+        return ""
+    words = _SINCE["zh" if language == "zh" else "en"]
+    before = {f.cause: f for f in previous}
+    after = {f.cause: f for f in current}
+    lines: list[str] = []
+    if current and previous and current[0].cause != previous[0].cause:
+        lines.append(words["top"].format(t=current[0].title))
+    for f in current:
+        if f.cause not in before:
+            lines.append(words["new"].format(t=f.title, c=f.confidence))
+        elif abs(f.confidence - before[f.cause].confidence) >= CONFIDENCE_STEP:
+            lines.append(words["conf"].format(t=f.title, a=before[f.cause].confidence, b=f.confidence))
+    for f in previous:
+        if f.cause not in after:
+            lines.append(words["gone"].format(t=f.title))
+    if not lines:
+        return ""
+    return words["head"] + "\n\n" + "\n".join(f"- {line}" for line in lines)
+
