@@ -121,16 +121,17 @@ def _extract(snap: MetricsSnapshot) -> _Extract:
                 if not s.name.endswith("_created"):
                     out.counters[(name, _labels_key(s.labels))] = s.value
         elif fam.type == "histogram":
-            _extract_histogram(fam, out.hists)
+            _extract_distribution(fam, out.hists)
         elif fam.type == "summary":
-            _extract_summary(fam, out.summaries)
+            _extract_distribution(fam, out.summaries)
         else:
             for s in fam.samples:
                 out.gauges[(name, _labels_key(s.labels))] = s.value
     return out
 
 
-def _extract_histogram(fam: MetricFamily, into: dict[SeriesKey, _Hist]) -> None:
+def _extract_distribution(fam: MetricFamily, into: dict[SeriesKey, _Hist]) -> None:
+    """Histogram buckets or summary quantiles, with their _sum and _count, per series."""
     prefix = fam.original_name
     for s in fam.samples:
         suffix = s.name[len(prefix) :] if s.name.startswith(prefix) else ""
@@ -138,34 +139,17 @@ def _extract_histogram(fam: MetricFamily, into: dict[SeriesKey, _Hist]) -> None:
         h = into.get(key)
         if h is None:
             h = into[key] = _Hist()
-        if suffix == "_bucket":
-            try:
+        try:
+            if suffix == "_bucket":
                 h.buckets[float(s.labels.get("le", "nan"))] = s.value
-            except ValueError:
-                continue
-        elif suffix == "_sum":
-            h.sum = s.value
-        elif suffix == "_count":
-            h.count = s.value
-
-
-def _extract_summary(fam: MetricFamily, into: dict[SeriesKey, _Hist]) -> None:
-    prefix = fam.original_name
-    for s in fam.samples:
-        suffix = s.name[len(prefix) :] if s.name.startswith(prefix) else ""
-        key = (fam.name, _labels_key(s.labels))
-        h = into.get(key)
-        if h is None:
-            h = into[key] = _Hist()
+            elif suffix == "" and "quantile" in s.labels:
+                h.quantiles[float(s.labels["quantile"])] = s.value
+        except ValueError:
+            continue
         if suffix == "_sum":
             h.sum = s.value
         elif suffix == "_count":
             h.count = s.value
-        elif suffix == "" and "quantile" in s.labels:
-            try:
-                h.quantiles[float(s.labels["quantile"])] = s.value
-            except ValueError:
-                continue
 
 
 # --------------------------------------------------------------------------------------------
