@@ -178,3 +178,8 @@ def serve_cmd_cmd(command: str, as_json: bool) -> None:
     deployment = parse_serve_command(command)
     args = engine_args_for(deployment)
     emit({"deployment": deployment, "engine_args": args}, as_json, lambda _: render.render_deployment(deployment, args))
+
+
+from .probe_bench import bench_cmd  # noqa: E402  (registered last: it lives in its own module)
+
+probe.add_command(bench_cmd)

@@ -282,6 +282,36 @@ def render_metrics_summary(summary: dict) -> Group:
     return Group(*parts)
 
 
+def server_view_table(runs: list[BenchmarkRun]) -> Table:
+    """The server's /metrics beside each load point of a probe bench run (measured, per window)."""
+    from ..probe.metrics import summarize_window
+
+    table = Table(title="Server view during each load point (/metrics, measured)", title_justify="left")
+    for col in ("load", "samples", "running max", "waiting max", "waiting (capacity) max", "KV usage max %",
+                "preemptions", "prefix hit %", "queue p50 ms", "queue p99 ms"):
+        table.add_column(col, justify="left" if col == "load" else "right")
+    for run in runs:
+        if run.server_metrics is None:
+            table.add_row(run.load_label, "0", *["—"] * 8)
+            continue
+        engines = summarize_window(run.server_metrics).get("engines") or [{}]
+        eng = engines[0]
+        queue = eng.get("queue_time_s") or {}
+        table.add_row(
+            run.load_label,
+            str(run.server_metrics.num_snapshots),
+            _q(eng.get("requests_running"), "max"),
+            _q(eng.get("requests_waiting"), "max"),
+            _q(eng.get("requests_waiting_for_capacity"), "max"),
+            _q(eng.get("kv_cache_usage_pct"), "max"),
+            fmt(eng.get("preemptions")),
+            fmt(eng.get("prefix_cache_hit_rate_pct")),
+            _q(queue, "p50", 1e3),
+            _q(queue, "p99", 1e3),
+        )
+    return table
+
+
 def live_line(snapshot: Any) -> str:
     """One line for the watch progress display: running, waiting and KV usage right now."""
     def gauge(name: str) -> float | None:

@@ -33,6 +33,8 @@ from typing import Any, Iterable
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
 
+from .metrics import MetricsWindow
+
 #: Percentiles computed from per-request samples when a loader has them.
 STANDARD_PERCENTILES: tuple[float, ...] = (50.0, 90.0, 95.0, 99.0)
 
@@ -151,6 +153,10 @@ class BenchmarkRun(BaseModel):
     total_throughput_tok_s: float | None = None
     request_throughput_req_s: float | None = None
     request_goodput_req_s: float | None = None
+
+    server_metrics: MetricsWindow | None = Field(
+        None, description="the server's /metrics over this load point, when the client sampled it (probe bench)"
+    )
 
     has_per_request_data: bool = False
     checks: list[ConsistencyCheck] = Field(default_factory=list)

@@ -12,14 +12,16 @@ from pathlib import Path
 
 from ...errors import UnknownFormatError
 from ...schema import BenchmarkRun
-from . import aiperf, genai_perf, guidellm, llmperf, observations, vllm_bench, vllm_bench_text
+from . import advisor_bench, aiperf, genai_perf, guidellm, llmperf, observations, vllm_bench, vllm_bench_text
 from .base import BenchFormat
 from .document import InputDocument, read_document
 
-#: Every known format, in detection order. AIPerf comes before genai-perf because AIPerf's newer
+#: Every known format, in detection order. Our own probe bench files come before vllm bench's,
+#: whose keys they share. AIPerf comes before genai-perf because AIPerf's newer
 #: export imitates genai-perf's layout and is told apart by its extra keys. The console-output
 #: reader comes last: it claims only text holding the 'Serving Benchmark Result' banner.
 FORMATS: tuple[BenchFormat, ...] = (
+    advisor_bench.FORMAT,
     vllm_bench.FORMAT,
     guidellm.FORMAT,
     aiperf.FORMAT,

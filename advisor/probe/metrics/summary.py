@@ -82,6 +82,11 @@ def _summarize_group(
     out["requests_running"] = _gauge(series("vllm:num_requests_running"))
     out["requests_waiting"] = _gauge(series("vllm:num_requests_waiting"))
     out["kv_cache_usage_pct"] = _gauge(series("vllm:kv_cache_usage_perc"), scale=100.0)
+    # V1 (0.32) splits the waiting queue by reason: "capacity" = ordinary waiting (no room yet: token
+    # budget, max_num_seqs or KV blocks), "deferred" = held back by LoRA budget, KV transfer and the like
+    by_reason = series("vllm:num_requests_waiting_by_reason")
+    capacity = [s for s in by_reason if s.labels.get("reason") == "capacity"]
+    out["requests_waiting_for_capacity"] = _gauge(capacity) if capacity else None
 
     preemptions = counter("vllm:num_preemptions")
     out["preemptions"] = preemptions
