@@ -75,6 +75,7 @@ def elapsed_ms(start: float) -> float:
 @click.option("--llm-base-url", metavar="URL", help="An OpenAI-compatible endpoint (e.g. a vLLM server) that writes the prose; the findings stay the advisor's.")
 @click.option("--llm-model", metavar="NAME", help="Model name at --llm-base-url.")
 @click.option("--llm-key-env", metavar="NAME", default="OPENAI_API_KEY", show_default=True, help="Environment variable holding the endpoint's API key (its value is never logged).")
+@click.option("--llm-timeout", type=click.FloatRange(min=0.1), default=60.0, show_default=True, metavar="SECONDS", help="Time the endpoint gets for the whole answer; past it the embedded answer is shown with a note.")
 @click.option(
     "--calibrate/--no-calibrate",
     default=False,
@@ -83,7 +84,7 @@ def elapsed_ms(start: float) -> float:
 )
 @no_log_option
 @json_option
-def ask(question, profile, attachments, metrics, serve_cmd, model, gpu, num_gpus, vllm_version, llm_base_url, llm_model, llm_key_env, calibrate, no_log, as_json) -> None:
+def ask(question, profile, attachments, metrics, serve_cmd, model, gpu, num_gpus, vllm_version, llm_base_url, llm_model, llm_key_env, llm_timeout, calibrate, no_log, as_json) -> None:
     """Answer QUESTION about a slow vLLM deployment: causes ranked with evidence, changes with
     predicted effects, and numbered sources.
 
@@ -110,13 +111,14 @@ def ask(question, profile, attachments, metrics, serve_cmd, model, gpu, num_gpus
         "llm_base_url": llm_base_url,
         "llm_model": llm_model,
         "llm_key_env": llm_key_env if llm_base_url else None,
+        "llm_timeout": llm_timeout if llm_base_url else None,
         "json": as_json,
     }
     try:
         answer, diagnosis, inputs, streamed = _answer(
             question, profile, attachments, metrics, serve_cmd,
             {"model": model, "gpu": gpu, "num_gpus": num_gpus, "vllm_version": vllm_version},
-            llm_base_url, llm_model, llm_key_env, stream_to_stdout=not as_json, calibrate=calibrate,
+            llm_base_url, llm_model, llm_key_env, stream_to_stdout=not as_json, calibrate=calibrate, llm_timeout=llm_timeout,
         )
     except AdvisorError as exc:
         record_run("ask", enabled=not no_log, question=question, inputs=log_inputs, duration_ms=elapsed_ms(start), error=exc.one_line())
@@ -149,7 +151,7 @@ def ask(question, profile, attachments, metrics, serve_cmd, model, gpu, num_gpus
     _print_answer(answer, streamed)
 
 
-def _answer(question, profile, attachments, metrics, serve_cmd, overrides, llm_base_url, llm_model, llm_key_env, *, stream_to_stdout: bool, calibrate: bool = False):
+def _answer(question, profile, attachments, metrics, serve_cmd, overrides, llm_base_url, llm_model, llm_key_env, *, stream_to_stdout: bool, calibrate: bool = False, llm_timeout: float = 60.0):
     """gather -> diagnose -> attach_sources -> write the answer (LLM prose when asked for)."""
     from ..answer import attach_sources, write_answer, write_answer_llm
     from ..diagnosis.engine import diagnose
@@ -171,7 +173,7 @@ def _answer(question, profile, attachments, metrics, serve_cmd, overrides, llm_b
 
         answer = write_answer_llm(
             inputs, diagnosis, sources, base_url=llm_base_url, model=llm_model, api_key_env=llm_key_env,
-            on_token=on_token if stream_to_stdout else None,
+            timeout=llm_timeout, on_token=on_token if stream_to_stdout else None,
         )
     else:
         answer = write_answer(inputs, diagnosis)

@@ -79,21 +79,31 @@ def _attach(inputs: DiagnosisInputs, path: Path) -> None:
         _add_metrics(inputs, snapshots)
         return
     try:
-        inputs.measured.extend(load_runs(path))
-        return
+        runs = load_runs(path)
     except UnknownFormatError:
         pass
+    else:
+        inputs.measured.extend(runs)
+        for run in runs:  # probe bench results carry the server's /metrics of each load point
+            if run.server_metrics is not None:
+                _add_window(inputs, run.server_metrics.model_copy(update={"source": f"{path.name} {run.load_label}"}))
+        return
     from ..probe.serverlog import parse_server_log
 
     inputs.server_logs.append(parse_server_log(path))
 
 
 def _add_metrics(inputs: DiagnosisInputs, snapshots) -> None:
-    from ..probe.metrics import compute_window, summarize_window
+    from ..probe.metrics import compute_window
 
     if not snapshots:
         return
-    window = compute_window(snapshots)
+    _add_window(inputs, compute_window(snapshots))
+
+
+def _add_window(inputs: DiagnosisInputs, window: MetricsWindow) -> None:
+    from ..probe.metrics import summarize_window
+
     inputs.metrics_windows.append(window)
     inputs.metrics_summaries.append(summarize_window(window))
 

