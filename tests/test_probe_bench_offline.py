@@ -1,0 +1,107 @@
+"""probe bench pieces that need no server: its result format, the server-view summary, the
+KV-admission rule on real vLLM dumps, and the CLI's one-line errors. The live behaviour is
+tested against a real vLLM in tests/real_vllm/."""
+
+from __future__ import annotations
+
+import json
+import math
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from vllm_advisor.diagnosis.engine import diagnose
+from vllm_advisor.diagnosis.inputs import gather
+from vllm_advisor.errors import InputFileError
+from vllm_advisor.probe.bench import detect_format, load_runs
+from vllm_advisor.probe.loadgen import BenchSpec, default_num_prompts
+from vllm_advisor.probe.loadgen.prompts import pseudo_words
+from vllm_advisor.probe.metrics import compute_window, load_metrics_file, summarize_window
+
+ADVISOR = str(Path(sys.executable).parent / "vllm-advisor")
+KV_DUMPS = ("E_00_before_bench_in6000_c8.txt", "E_01_during_bench_in6000_c8_kv-pressure.txt", "E_02_after_bench_in6000_c8.txt")
+
+
+@pytest.fixture
+def kv_pressure_dumps(fixtures_dir: Path) -> list[Path]:
+    return [fixtures_dir / "vllm-cpu-real" / "metrics" / name for name in KV_DUMPS]
+
+
+def test_waiting_by_reason_is_summarised(kv_pressure_dumps):
+    snaps = [s for p in kv_pressure_dumps for s in load_metrics_file(p)]
+    eng = summarize_window(compute_window(snaps))["engines"][0]
+    assert eng["requests_waiting_for_capacity"]["max"] == 7  # E_01: waiting_by_reason{reason="capacity"} 7
+    assert eng["requests_running"]["max"] == 1
+    assert eng["kv_cache_usage_pct"]["max"] == pytest.approx(50.5, abs=0.1)
+    assert eng["preemptions"] == 31
+
+
+def test_kv_admission_rule_on_real_kv_pressure_dumps(kv_pressure_dumps):
+    inputs = gather(question="why do requests wait?", attachments=kv_pressure_dumps, predict=False)
+    diagnosis = diagnose(inputs)
+    kv = next(f for f in diagnosis.findings if f.cause == "kv_capacity")
+    fits = next(e for e in kv.evidence if e.label == "requests the KV cache holds at this length")
+    assert fits.value == pytest.approx(100 / 50.5, abs=0.05)  # one running request held half the cache
+    assert "7 waited" in fits.detail
+
+
+def _result_line(fixtures_dir: Path, **block) -> dict:
+    src = fixtures_dir / "vllm-cpu-real/results/kv-pressure/bench_in6000_out64_c8_n32_seed401.json"
+    obj = json.loads(src.read_text())
+    obj["vllm_advisor"] = {"tool": "vllm-advisor probe bench", "version": "test", "seed": 401, **block}
+    return obj
+
+
+def test_result_file_round_trip_with_server_window(fixtures_dir, kv_pressure_dumps, tmp_path):
+    snaps = [s for p in kv_pressure_dumps for s in load_metrics_file(p)]
+    window = json.loads(compute_window(snaps).model_dump_json())
+    out = tmp_path / "r.jsonl"
+    out.write_text(json.dumps(_result_line(fixtures_dir, server={"samples": 3, "window": window})) + "\n")
+    assert detect_format(out) == "vllm-advisor-bench"
+    run = load_runs(out)[0]
+    assert run.completed == 32 and not run.failed_checks()
+    assert run.server_metrics is not None and run.server_metrics.num_snapshots == 3
+    assert any(math.isinf(b[1]) for s in run.server_metrics.series for b in s.quantile_bounds.values())
+    # ask reads the server window of an attached result like a /metrics dump
+    inputs = gather(question="why?", attachments=[out], predict=False)
+    assert inputs.metrics_summaries and inputs.metrics_summaries[0]["engines"][0]["preemptions"] == 31
+
+
+def test_a_broken_server_window_is_one_line_naming_the_field(fixtures_dir, tmp_path):
+    out = tmp_path / "broken.jsonl"
+    out.write_text(json.dumps(_result_line(fixtures_dir, server={"window": {"series": "nope"}})) + "\n")
+    with pytest.raises(InputFileError) as err:
+        load_runs(out)
+    assert "vllm_advisor.server.window" in str(err.value) and "\n" not in str(err.value)
+
+
+def test_plain_vllm_bench_files_are_not_claimed(fixtures_dir):
+    src = fixtures_dir / "vllm-cpu-real/results/eager/bench_in6000_out64_c8_n32_seed303.json"
+    assert detect_format(src) == "vllm-bench"
+
+
+def test_spec_defaults_and_checks():
+    spec = BenchSpec(base_url="http://x", input_len=100, output_len=10, concurrencies=[1, 16])
+    assert spec.prompts_for(1) == default_num_prompts(1) == 8 and spec.prompts_for(16) == 64
+    assert spec.seed != BenchSpec(base_url="http://x", input_len=100, output_len=10, concurrencies=[1]).seed
+    assert len(pseudo_words(__import__("random").Random(1), 50).split()) == 50
+
+
+@pytest.mark.parametrize(
+    ("args", "code", "needle"),
+    [
+        (["--concurrency", "1,x"], 2, "--concurrency expects integers"),
+        (["--shared-prefix-len", "200"], 2, "must be shorter than --input-len"),
+        (["--request-rate", "-1"], 2, "--request-rate must be positive"),
+        ([], 4, "cannot reach the server"),
+    ],
+)
+def test_cli_errors_are_one_line(args, code, needle, tmp_path):
+    proc = subprocess.run([ADVISOR, "probe", "bench", "http://127.0.0.1:9", "--input-len", "100", "--output-len", "8",
+                           "-o", str(tmp_path / "r.jsonl"), *args], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == code, proc.stderr
+    assert needle in proc.stderr and "Traceback" not in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert not (tmp_path / "r.jsonl").exists()
