@@ -105,3 +105,18 @@ def test_cli_errors_are_one_line(args, code, needle, tmp_path):
     assert needle in proc.stderr and "Traceback" not in proc.stderr
     assert len(proc.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_memo_from_a_probe_bench_result_without_a_case_file(fixtures_dir, kv_pressure_dumps, tmp_path):
+    snaps = [s for p in kv_pressure_dumps for s in load_metrics_file(p)]
+    window = json.loads(compute_window(snaps).model_dump_json())
+    result = tmp_path / "bench.jsonl"
+    result.write_text(json.dumps(_result_line(fixtures_dir, server={"samples": 3, "window": window})) + "\n")
+    proc = subprocess.run([ADVISOR, "memo", "--attach", str(result), "-o", str(tmp_path / "memo.md"), "--no-log"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    memo = (tmp_path / "memo.md").read_text()
+    assert "Why is this deployment slow" in memo
+    assert "`kv_capacity`" in memo and "vllm:num_preemptions_total increase = 31" in memo
+    proc = subprocess.run([ADVISOR, "memo"], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 2 and "--attach" in proc.stderr

@@ -14,10 +14,11 @@ from .output import emit_json, json_option
 
 @click.command()
 @common_inputs
+@click.option("-q", "--question", help="The question the memo answers (default: the case file's, else why the deployment is slow).")
 @click.option("-o", "--output", "out_path", type=click.Path(path_type=Path), help="Memo file (default: <case name>-memo.md in the current folder); plots go to <name>_plots/ beside it.")
 @no_log_option
 @json_option
-def memo(profile, attachments, out_path, no_log, as_json) -> None:
+def memo(profile, attachments, question, out_path, no_log, as_json) -> None:
     """Write a tuning memo for a case: summary, deployment facts, measured vs predicted per load
     point, ranked findings with evidence, changes with predicted effects and commands, a
     verification plan, plots and sources.
@@ -25,16 +26,17 @@ def memo(profile, attachments, out_path, no_log, as_json) -> None:
     \b
     vllm-advisor memo --profile examples/seed-qwen32b-h800-long-input.yaml -o out/memo.md
     vllm-advisor memo --profile case.yaml --attach bench_c40.json --attach server.log
+    vllm-advisor memo --attach bench-20261202.jsonl -o memo.md     (a probe bench result, no case file)
     """
     from ..errors import UsageError
 
-    if profile is None:
-        raise UsageError("memo needs --profile CASE.yaml (the case to write the memo for)")
-    out_path = out_path or Path(f"{profile.stem}-memo.md")
+    if profile is None and not attachments:
+        raise UsageError("memo needs --profile CASE.yaml or at least one --attach FILE (e.g. a probe bench result)")
+    out_path = out_path or Path(f"{(profile or attachments[0]).stem}-memo.md")
     start = time.perf_counter()
-    log_inputs = {"profile": str(profile), "attachments": [str(a) for a in attachments], "output": str(out_path), "json": as_json}
+    log_inputs = {"profile": str(profile) if profile else None, "attachments": [str(a) for a in attachments], "question": question, "output": str(out_path), "json": as_json}
     try:
-        inputs, diagnosis, sources, result = _write(profile, attachments, out_path)
+        inputs, diagnosis, sources, result = _write(profile, attachments, out_path, question)
     except AdvisorError as exc:
         record_run("memo", enabled=not no_log, inputs=log_inputs, duration_ms=elapsed_ms(start), error=exc.one_line())
         raise
@@ -55,13 +57,19 @@ def memo(profile, attachments, out_path, no_log, as_json) -> None:
     click.echo(f"memo written to {result.path}{plots}")
 
 
-def _write(profile: Path, attachments, out_path: Path):
+#: what a memo without a case file answers
+DEFAULT_QUESTION = "Why is this deployment slow, and what should change?"
+
+
+def _write(profile: Path | None, attachments, out_path: Path, question: str | None = None):
     from ..answer import attach_sources
     from ..diagnosis.engine import diagnose
     from ..diagnosis.inputs import gather
     from ..memo import write_memo
 
-    inputs = gather(profile=profile, attachments=list(attachments), calibrate=True)
+    inputs = gather(profile=profile, attachments=list(attachments), calibrate=True, question=question)
+    if not inputs.question:
+        inputs.question = DEFAULT_QUESTION
     scrub_user_text(inputs)
     diagnosis = diagnose(inputs)
     sources = attach_sources(diagnosis, inputs)
