@@ -120,3 +120,14 @@ def test_memo_from_a_probe_bench_result_without_a_case_file(fixtures_dir, kv_pre
     assert "`kv_capacity`" in memo and "vllm:num_preemptions_total increase = 31" in memo
     proc = subprocess.run([ADVISOR, "memo"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "--attach" in proc.stderr
+
+
+def test_chat_attach_names_the_server_view(fixtures_dir, kv_pressure_dumps, tmp_path):
+    from vllm_advisor_tui.evidence import detect_file
+
+    snaps = [s for p in kv_pressure_dumps for s in load_metrics_file(p)]
+    window = json.loads(compute_window(snaps).model_dump_json())
+    result = tmp_path / "bench.jsonl"
+    result.write_text(json.dumps(_result_line(fixtures_dir, server={"samples": 3, "window": window})) + "\n")
+    detected = detect_file(result)
+    assert (detected.kind, detected.label) == ("bench", "vllm-advisor-bench: 1 load point (c=8), server /metrics for 1")

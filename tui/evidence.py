@@ -53,7 +53,9 @@ def detect_file(path: Path) -> Detected:
         runs = load_runs(path)
         loads = ", ".join(dict.fromkeys(r.load_label for r in runs))
         n = len(runs)
-        return Detected("bench", f"{fmt}: {n} load point{'s' if n != 1 else ''} ({loads})")
+        served = sum(r.server_metrics is not None for r in runs)
+        extra = f", server /metrics for {served}" if served else ""
+        return Detected("bench", f"{fmt}: {n} load point{'s' if n != 1 else ''} ({loads}){extra}")
     from vllm_advisor.probe.serverlog import parse_server_log
 
     try:
