@@ -183,3 +183,8 @@ def serve_cmd_cmd(command: str, as_json: bool) -> None:
 from .probe_bench import bench_cmd  # noqa: E402  (registered last: it lives in its own module)
 
 probe.add_command(bench_cmd)
+
+
+from .probe_prom import prom  # noqa: E402 (a sibling module; registered here so `probe prom` exists)
+
+probe.add_command(prom)
