@@ -14,13 +14,16 @@
   chunks are embedded and checked against torch before use; without a usable copy they use torch.
 * Robustness: an index that cannot be opened or queried (a garbled SQLite file, a deleted segment)
   is wiped and rebuilt from the packaged cards and the sources recorded in ``sources.yaml``, with a
-  one-line message; an index that vanished is rebuilt the same way.
+  one-line message; an index that vanished is rebuilt the same way. A Chroma server that is down,
+  never answers (bounded heartbeat and request timeouts) or stops mid-session is one
+  :class:`IndexUnavailableError` line, and the next call reconnects.
 
 chromadb and the embedding model are imported only when a method needs them.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import math
@@ -52,6 +55,12 @@ CANDIDATES = 40  # chunks each retriever contributes before fusion
 WRITE_BATCH = 500
 EMBED_BATCH = 64
 VALID_KINDS = ("card", "doc", "issue")
+#: chromadb's HTTP client waits forever (httpx ``timeout=None``): a Chroma server that accepts the
+#: connection and never answers would hang every command. These bound the heartbeat checked before
+#: the client is made, and every request after it.
+SERVER_CONNECT_TIMEOUT_S = 5.0
+SERVER_HEARTBEAT_TIMEOUT_S = 10.0
+SERVER_REQUEST_TIMEOUT_S = 60.0
 
 #: progress(stage, done, total): stage is "chunking", "embedding", "writing" or "keyword index".
 Progress = Callable[[str, int, int], None]
@@ -125,6 +134,51 @@ class KnowledgeStatus:
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     return (text.splitlines()[0] if text else type(exc).__name__)[:200]
+
+
+def _is_server_failure(exc: BaseException) -> bool:
+    """A request to a Chroma server that failed on the way (refused, reset, timed out) or was refused
+    by the server (chromadb's ChromaError, e.g. a collection deleted by someone else)."""
+    import httpx
+    from chromadb.errors import ChromaError
+
+    return isinstance(exc, (httpx.HTTPError, ChromaError))
+
+
+def _server_guard(method: Callable) -> Callable:
+    """On a Chroma server, a failure mid-session (the server stopped, a request timed out) becomes a
+    one-line :class:`IndexUnavailableError` instead of httpx's traceback; the next call reconnects."""
+
+    @functools.wraps(method)
+    def wrapper(self: "KnowledgeBase", *args: Any, **kwargs: Any) -> Any:
+        try:
+            return method(self, *args, **kwargs)
+        except KnowledgeError:
+            raise
+        except Exception as exc:
+            if not self.chroma_url or not _is_server_failure(exc):
+                raise
+            self._collection = None
+            import httpx
+
+            what = "stopped answering" if isinstance(exc, httpx.TransportError) else "failed"
+            raise IndexUnavailableError(f"the Chroma server {what} ({_first_line(exc)})", source=self.chroma_url) from None
+
+    return wrapper
+
+
+def _check_heartbeat(base_url: str) -> None:
+    """A bounded heartbeat before chromadb's client (which would wait forever) is made."""
+    import httpx
+
+    timeout = httpx.Timeout(SERVER_HEARTBEAT_TIMEOUT_S, connect=SERVER_CONNECT_TIMEOUT_S)
+    try:
+        httpx.get(f"{base_url}/api/v2/heartbeat", timeout=timeout)
+    except httpx.TimeoutException as exc:
+        limit = SERVER_CONNECT_TIMEOUT_S if isinstance(exc, httpx.ConnectTimeout) else SERVER_HEARTBEAT_TIMEOUT_S
+        raise IndexUnavailableError(f"the Chroma server does not answer (no heartbeat within {limit:g} s)", source=base_url) from None
+    except httpx.HTTPError as exc:
+        raise IndexUnavailableError(f"cannot reach the Chroma server ({_first_line(exc)})", source=base_url) from None
 
 
 def _chunk_hash(model: str, chunk: Chunk) -> str:
@@ -223,9 +277,15 @@ class KnowledgeBase:
             if parts.scheme not in ("http", "https") or not parts.hostname:
                 raise IndexUnavailableError("expected http://HOST:PORT or https://HOST:PORT", source=self.chroma_url)
             https = parts.scheme == "https"
-            return chromadb.HttpClient(
-                host=parts.hostname, port=parts.port or (443 if https else 8000), ssl=https, settings=settings
-            )
+            port = parts.port or (443 if https else 8000)
+            _check_heartbeat(f"{parts.scheme}://{parts.hostname}:{port}")
+            client = chromadb.HttpClient(host=parts.hostname, port=port, ssl=https, settings=settings)
+            session = getattr(getattr(client, "_server", None), "_session", None)  # chromadb's httpx.Client
+            if session is not None:
+                import httpx
+
+                session.timeout = httpx.Timeout(SERVER_REQUEST_TIMEOUT_S, connect=SERVER_CONNECT_TIMEOUT_S)
+            return client
         path = self.kb_dir / CHROMA_SUBDIR
         path.mkdir(parents=True, exist_ok=True)
         return chromadb.PersistentClient(path=str(path), settings=settings)
@@ -366,6 +426,7 @@ class KnowledgeBase:
 
     # -- ingesting --------------------------------------------------------------------------------
 
+    @_server_guard
     def ingest_documents(
         self,
         documents: Iterable[SourceDocument],
@@ -571,6 +632,7 @@ class KnowledgeBase:
         self.registry.save()
         return report
 
+    @_server_guard
     def build(self, *, progress: Progress | None = None, on_report: Callable[[IngestReport], None] | None = None) -> list[IngestReport]:
         """Cards plus every configured source (sources.yaml), each refreshed incrementally."""
         self.collection()
@@ -664,6 +726,7 @@ class KnowledgeBase:
             return ExpandedQuery(query, query, query)
         return expand_query(query, keep_cjk_for_dense=not is_default_model(model))
 
+    @_server_guard
     def search(
         self,
         query: str,
@@ -705,6 +768,8 @@ class KnowledgeBase:
             except BaseException as exc:
                 if isinstance(exc, (KeyboardInterrupt, SystemExit, GeneratorExit)):
                     raise
+                if self.chroma_url and _is_server_failure(exc):
+                    raise  # the server's failure, not the index's: _server_guard says so
                 raise IndexUnavailableError(
                     f"vector search failed ({_first_line(exc)}); run `vllm-advisor kb build`", source=self.location
                 ) from None
@@ -758,6 +823,7 @@ class KnowledgeBase:
 
     # -- status -----------------------------------------------------------------------------------
 
+    @_server_guard
     def status(self) -> KnowledgeStatus:
         """What is indexed, per source and version; never repairs (that is for build and search)."""
         try:
