@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 import time
 from pathlib import Path
@@ -67,6 +68,9 @@ def elapsed_ms(start: float) -> float:
 @click.argument("question", required=False)
 @common_inputs
 @click.option("--metrics", "metrics", multiple=True, metavar="URL|FILE", help="A /metrics URL to scrape or a saved dump / watch file (repeatable).")
+@click.option("--prometheus", "prometheus_url", metavar="URL", help="A Prometheus server scraping the vLLM fleet: every instance's vllm:* series, per instance and summed.")
+@click.option("--since", default="1h", show_default=True, metavar="DURATION", help="With --prometheus: how far back (90s, 30m, 1h, 2d).")
+@click.option("--prom-selector", metavar="MATCHERS", help="With --prometheus: label matchers for the vLLM targets, e.g. '{job=\"vllm\"}'.")
 @click.option("--serve-cmd", help='The `vllm serve ...` command line.')
 @click.option("--model", help="Model: catalog name, Hugging Face id, or path to a config.json.")
 @click.option("--gpu", help="GPU: catalog name (H100, H800, H200, A100-80G, L40S, RTX4090, ...).")
@@ -84,7 +88,7 @@ def elapsed_ms(start: float) -> float:
 )
 @no_log_option
 @json_option
-def ask(question, profile, attachments, metrics, serve_cmd, model, gpu, num_gpus, vllm_version, llm_base_url, llm_model, llm_key_env, llm_timeout, calibrate, no_log, as_json) -> None:
+def ask(question, profile, attachments, metrics, prometheus_url, since, prom_selector, serve_cmd, model, gpu, num_gpus, vllm_version, llm_base_url, llm_model, llm_key_env, llm_timeout, calibrate, no_log, as_json) -> None:
     """Answer QUESTION about a slow vLLM deployment: causes ranked with evidence, changes with
     predicted effects, and numbered sources.
 
@@ -98,11 +102,13 @@ def ask(question, profile, attachments, metrics, serve_cmd, model, gpu, num_gpus
         raise UsageError("--llm-model needs --llm-base-url")
     if not question and not profile:
         raise UsageError("give a QUESTION, or a --profile whose case file has a question")
+    prometheus = _prometheus_query(prometheus_url, since, prom_selector)
     start = time.perf_counter()
     log_inputs = {
         "profile": str(profile) if profile else None,
         "attachments": [str(a) for a in attachments],
         "metrics": list(metrics),
+        "prometheus": {"url": prometheus_url, "since": since, "selector": prom_selector} if prometheus_url else None,
         "serve_cmd": serve_cmd,
         "model": model,
         "gpu": gpu,
@@ -119,6 +125,7 @@ def ask(question, profile, attachments, metrics, serve_cmd, model, gpu, num_gpus
             question, profile, attachments, metrics, serve_cmd,
             {"model": model, "gpu": gpu, "num_gpus": num_gpus, "vllm_version": vllm_version},
             llm_base_url, llm_model, llm_key_env, stream_to_stdout=not as_json, calibrate=calibrate, llm_timeout=llm_timeout,
+            prometheus=prometheus,
         )
     except AdvisorError as exc:
         record_run("ask", enabled=not no_log, question=question, inputs=log_inputs, duration_ms=elapsed_ms(start), error=exc.one_line())
@@ -151,13 +158,13 @@ def ask(question, profile, attachments, metrics, serve_cmd, model, gpu, num_gpus
     _print_answer(answer, streamed)
 
 
-def _answer(question, profile, attachments, metrics, serve_cmd, overrides, llm_base_url, llm_model, llm_key_env, *, stream_to_stdout: bool, calibrate: bool = False, llm_timeout: float = 60.0):
+def _answer(question, profile, attachments, metrics, serve_cmd, overrides, llm_base_url, llm_model, llm_key_env, *, stream_to_stdout: bool, calibrate: bool = False, llm_timeout: float = 60.0, prometheus: dict | None = None):
     """gather -> diagnose -> attach_sources -> write the answer (LLM prose when asked for)."""
     from ..answer import attach_sources, write_answer, write_answer_llm
     from ..diagnosis.engine import diagnose
     from ..diagnosis.inputs import gather
 
-    inputs = gather(question=question, profile=profile, attachments=list(attachments), metrics=list(metrics), serve_cmd=serve_cmd, overrides=overrides, calibrate=calibrate)
+    inputs = gather(question=question, profile=profile, attachments=list(attachments), metrics=list(metrics), serve_cmd=serve_cmd, overrides=overrides, calibrate=calibrate, prometheus=prometheus)
     if not inputs.question:
         raise UsageError(f"{profile}: the case file has no question; give one as the QUESTION argument")
     scrub_user_text(inputs)
@@ -178,6 +185,22 @@ def _answer(question, profile, attachments, metrics, serve_cmd, overrides, llm_b
     else:
         answer = write_answer(inputs, diagnosis)
     return answer, diagnosis, inputs, streamed
+
+
+#: environment variable holding a bearer token for --prometheus (the same one `probe prom` reads)
+PROMETHEUS_TOKEN_ENV = "VLLM_ADVISOR_PROMETHEUS_TOKEN"
+
+
+def _prometheus_query(url: str | None, since: str, selector: str | None) -> dict | None:
+    """fetch_prometheus's arguments from the flags; a selector without --prometheus is a usage error."""
+    if not url:
+        if selector:
+            raise UsageError("--prom-selector needs --prometheus URL")
+        return None
+    from ..probe.metrics.prometheus import parse_duration
+
+    return {"url": url, "since_s": parse_duration(since), "selector": selector,
+            "bearer_token": os.environ.get(PROMETHEUS_TOKEN_ENV) or None}
 
 
 def _print_answer(answer, streamed: bool) -> None:

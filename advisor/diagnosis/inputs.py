@@ -119,6 +119,7 @@ def gather(
     calibrate: bool = False,
     predict: bool = True,
     scrape_kwargs: dict[str, Any] | None = None,
+    prometheus: dict[str, Any] | None = None,
 ) -> DiagnosisInputs:
     """Read and model everything; inputs that fail raise one-line errors, the model's own limits are notes."""
     from ..probe.casefile import load_case, resolve_attachments
@@ -145,6 +146,13 @@ def gather(
         from ..probe.metrics import load_metrics_source
 
         _add_metrics(inputs, load_metrics_source(source, **(scrape_kwargs or {})))
+    if prometheus:  # a fleet through the Prometheus that scrapes it: the summed window, then each instance
+        from ..probe.metrics.prometheus import fetch_prometheus, fleet_windows
+
+        fleet = fetch_prometheus(**prometheus)
+        for window in fleet_windows(fleet):
+            _add_window(inputs, window)
+        inputs.notes.extend(fleet.notes)
     for log in inputs.server_logs:  # a server log fills what the case left unknown
         from_log = deployment_from_server_log(log)
         for key in ("model", "vllm_version", "quantization"):

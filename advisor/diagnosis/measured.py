@@ -131,7 +131,7 @@ def _metrics(inputs: DiagnosisInputs, board: Board) -> None:
                 board.add("queueing", 1.5, m("vllm:num_requests_waiting max", waiting))
                 if kv is not None and kv >= 90:
                     board.add("kv_capacity", 1.0, m("requests waiting while KV is full", waiting))
-            if waiting and running and kv:
+            if waiting and running and kv and (summary.get("instances") or 1) == 1:
                 _kv_admission(board, m, kv, running, waiting)
             if eng.get("preemptions"):
                 board.add("preemption", 3.0, m("vllm:num_preemptions_total increase", eng["preemptions"]))
@@ -139,8 +139,10 @@ def _metrics(inputs: DiagnosisInputs, board: Board) -> None:
             if hit is not None and hit > 30:
                 board.add("prefix_cache", 2.0, m("prefix-cache hit rate", round(hit, 1), "%"))
             seqs = inputs.engine_args.max_num_seqs
-            if running and seqs and running >= seqs and waiting:
-                board.add("max_num_seqs_limit", 2.0, m("vllm:num_requests_running max", running, detail=f"= max_num_seqs {seqs} with requests waiting"))
+            instances = summary.get("instances") or 1  # a fleet window sums running over its instances
+            if running and seqs and running >= seqs * instances and waiting:
+                limit = f"max_num_seqs {seqs}" + (f" x {instances} instances" if instances > 1 else "")
+                board.add("max_num_seqs_limit", 2.0, m("vllm:num_requests_running max", running, detail=f"= {limit} with requests waiting"))
 
 
 def _kv_admission(board: Board, m, kv_max_pct: float, running_max: float, waiting_max: float) -> None:

@@ -97,6 +97,7 @@ class MetricsWindow(BaseModel):
     end: float | None = None
     duration_s: float | None = None
     num_snapshots: int = 2
+    instances: int = Field(1, description="server instances summed into this window (a Prometheus fleet window: more than 1)")
     series: list[SeriesWindow] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)
 

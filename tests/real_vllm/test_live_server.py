@@ -163,3 +163,31 @@ def test_ask_with_the_server_as_llm_falls_back_with_a_note(server, long_input_re
                         "--llm-timeout", "0.2", "Why is TTFT higher at 8 concurrent requests?")
     assert data["llm_used"] is False and "0.2 s" in data["notes"][0]
     print(f"ask with the LLM endpoint, twice: {time.monotonic() - t0:.1f} s")
+
+
+def test_prometheus_scraping_the_server_feeds_probe_prom_and_ask(server, long_input_result, tmp_path):
+    """A real Prometheus scrapes the real server during a probe bench run; `probe prom` and
+    `ask --prometheus` then read the same requests from Prometheus' HTTP API."""
+    from real_services.prometheus_server import PrometheusServer
+
+    with PrometheusServer(tmp_path / "prom", targets=[f"127.0.0.1:{server.port}"]) as prom:
+        prom.wait_for_targets_up(job="vllm", count=1)
+        time.sleep(2.5)  # a few scrapes of the idle server: the "before" of the window
+        out = tmp_path / "prom-bench.jsonl"
+        advisor_json("probe", "bench", server.base_url, "--input-len", "3000", "--output-len", "32",
+                     "--concurrency", "4", "--num-prompts", "12", "-o", str(out))
+        time.sleep(2.5)  # let Prometheus scrape the finished state
+        run = load_runs(out)[0]
+        fleet = advisor_json("probe", "prom", prom.url, "--since", "2m", "--selector", '{job="vllm"}')
+        ask = advisor_json("ask", "--prometheus", prom.url, "--since", "2m", "--no-log",
+                           "Is this server queueing requests?")
+    assert run.completed == 12
+    windows = [fleet["fleet"], *(i["window"] for i in fleet["instances"])]
+    finished = [
+        sum(s["delta"] or 0 for s in w["series"] if s["family"] == "vllm:request_success") for w in windows
+    ]
+    # the window covers every request this module has sent since Prometheus started: this run's 12
+    assert all(f == 12 for f in finished), finished
+    prompt = sum(s["delta"] or 0 for s in fleet["fleet"]["series"] if s["family"] == "vllm:prompt_tokens")
+    assert prompt == run.total_input_tokens == 12 * 3000
+    assert ask["findings"] is not None and not any("error" in n.lower() for n in ask["notes"])

@@ -539,6 +539,7 @@ def _fleet_window(
     source = f"{shown} · fleet of {num_instances} instance(s), summed"
     snapshots, notes = build_snapshots(summed.series, resolver, timestamps, source, TARGET_LABELS)
     window = compute_window(snapshots)
+    window.instances = max(1, num_instances)
     window.notes.extend(notes)
     window.notes.extend(summed.notes)
     rule = (

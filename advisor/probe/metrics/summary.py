@@ -49,6 +49,7 @@ def summarize_window(window: MetricsWindow) -> dict[str, Any]:
         "source": window.source,
         "duration_s": window.duration_s,
         "num_snapshots": window.num_snapshots,
+        "instances": window.instances,
         "notes": list(window.notes),
         "engines": engines,
     }
