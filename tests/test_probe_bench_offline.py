@@ -108,16 +108,23 @@ def test_cli_errors_are_one_line(args, code, needle, tmp_path):
 
 
 def test_memo_from_a_probe_bench_result_without_a_case_file(fixtures_dir, kv_pressure_dumps, tmp_path):
+    from vllm_advisor.probe.loadgen.sampler import timeline_point
+
     snaps = [s for p in kv_pressure_dumps for s in load_metrics_file(p)]
+    for i, snap in enumerate(snaps):  # the dumps carry no scrape time: space them 5 s apart
+        snap.timestamp = 1000.0 + 5 * i
     window = json.loads(compute_window(snaps).model_dump_json())
+    timeline = [timeline_point(s, 1000.0) for s in snaps]
+    assert [p["waiting"] for p in timeline] == [0, 7, 0] and timeline[1]["kv_cache_usage"] == pytest.approx(0.505, abs=1e-3)
     result = tmp_path / "bench.jsonl"
-    result.write_text(json.dumps(_result_line(fixtures_dir, server={"samples": 3, "window": window})) + "\n")
+    result.write_text(json.dumps(_result_line(fixtures_dir, server={"samples": 3, "window": window, "timeline": timeline})) + "\n")
     proc = subprocess.run([ADVISOR, "memo", "--attach", str(result), "-o", str(tmp_path / "memo.md"), "--no-log"],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     memo = (tmp_path / "memo.md").read_text()
     assert "Why is this deployment slow" in memo
     assert "`kv_capacity`" in memo and "vllm:num_preemptions_total increase = 31" in memo
+    assert "(memo_plots/server_timeline.png)" in memo and (tmp_path / "memo_plots" / "server_timeline.png").stat().st_size > 10_000
     proc = subprocess.run([ADVISOR, "memo"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "--attach" in proc.stderr
 

@@ -1,4 +1,4 @@
-"""The memo's three plots, drawn with matplotlib's object API on the Agg canvas (no display, no
+"""The memo's plots (three, plus the server's timeline when a probe bench run sampled /metrics), drawn with matplotlib's object API on the Agg canvas (no display, no
 pyplot global state, safe to call from any thread).
 
 Labels are English on purpose: matplotlib's bundled fonts have no CJK glyphs, and a plot full of
@@ -157,7 +157,49 @@ def draw_plots(
             plots.append(_finish(fig, ax, folder / "kv_capacity.png", "kv_capacity", "pl_kv", legend=False))
         else:
             skipped.append("kv_capacity: no predicted load point")
+
+    # (d) the server's own view over time, when probe bench sampled /metrics
+    timed = [m for r in points for m in r.measured if m.metadata.get("server_timeline")]
+    several_files = len({m.source for m in timed}) > 1
+    timelines = [(f"{Path(m.source).stem} {m.load_label}" if several_files else m.load_label, m.metadata["server_timeline"]) for m in timed]
+    if timelines:
+        plots.append(_server_timeline(timelines, folder / "server_timeline.png", subject))
     return plots, skipped
+
+
+def _server_timeline(timelines: list[tuple[str, list[dict]]], path: Path, subject: str) -> Plot:
+    """Requests running and waiting (left axis) and KV-cache usage (right axis) against time, the
+    load points one after another with a divider: where the queue forms and whether KV is full then."""
+    from matplotlib.figure import Figure
+
+    fig = Figure(figsize=(7.5, 4.6), dpi=110, layout="constrained")
+    ax = fig.add_subplot()
+    ax.set_title(f"Server view during each load point (measured) — {subject}", fontsize=11)
+    ax.set_xlabel("seconds (load points one after another)")
+    ax.set_ylabel("requests")
+    ax.grid(True, alpha=0.3)
+    kv_ax = ax.twinx()
+    kv_ax.set_ylabel("KV-cache usage %")
+    kv_ax.set_ylim(0, 105)
+    offset = 0.0
+    for i, (label, points) in enumerate(timelines):
+        ts = [offset + float(p.get("t_s") or 0.0) for p in points]
+        def series(key: str, scale: float = 1.0) -> list[float]:
+            return [float("nan") if p.get(key) is None else float(p[key]) * scale for p in points]
+        first = i == 0
+        ax.plot(ts, series("running"), color="black", linewidth=1.4, label="running" if first else None)
+        ax.plot(ts, series("waiting"), color="tab:orange", linewidth=1.4, linestyle="--", label="waiting" if first else None)
+        kv_ax.plot(ts, series("kv_cache_usage", 100.0), color="tab:red", linewidth=1.0, alpha=0.8, label="KV-cache usage %" if first else None)
+        if ts:
+            ax.axvline(offset, color="tab:gray", linewidth=0.8, alpha=0.6)
+            ax.text(offset, 1.0, f" {label}", transform=ax.get_xaxis_transform(), va="top", fontsize=8, color="tab:gray")
+            offset = ts[-1] + 1.0
+    ax.set_ylim(bottom=0)
+    handles = ax.get_legend_handles_labels()
+    kv_handles = kv_ax.get_legend_handles_labels()
+    ax.legend(handles[0] + kv_handles[0], handles[1] + kv_handles[1], fontsize=8, loc="upper right")
+    _save(fig, path)
+    return Plot(name="server_timeline", path=path, title_key="pl_server")
 
 
 def _plot_pairs(ax, pairs) -> int:
