@@ -133,18 +133,29 @@ def test_chat_endpoint_and_shared_prefix(server, tmp_path):
     assert eng["prefix_cache_hits_tokens"] >= 3 * 1920, eng["prefix_cache_hits_tokens"]
 
 
+def _finished_requests(server) -> float:
+    from vllm_advisor.probe.metrics.scrape import scrape
+
+    fam = scrape(server.metrics_url).family("vllm:request_success")
+    return sum(x.value for x in fam.samples) if fam else 0.0
+
+
 def test_ctrl_c_keeps_finished_requests(server, tmp_path):
     out = tmp_path / "interrupted.jsonl"
+    before = _finished_requests(server)
     proc = subprocess.Popen([ADVISOR, "probe", "bench", server.base_url, "--input-len", "1000", "--output-len", "64",
                              "--concurrency", "1", "--num-prompts", "200", "-o", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    time.sleep(6)  # long enough for some requests to finish, far too short for 200
+    deadline = time.monotonic() + 120
+    while _finished_requests(server) < before + 3:  # the server itself says some requests finished
+        assert proc.poll() is None and time.monotonic() < deadline, "probe bench ended or never started sending"
+        time.sleep(0.3)
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr[-2000:]
     assert "interrupted" in stderr
     run = load_runs(out)[0]
-    assert 1 <= run.completed < 200
+    assert 3 <= run.completed < 200
     assert run.metadata["probe_bench"]["interrupted"] is True
     assert not run.failed_checks()
 
@@ -155,9 +166,15 @@ def test_ask_with_the_server_as_llm_falls_back_with_a_note(server, long_input_re
     t0 = time.monotonic()
     data = advisor_json("ask", "--attach", str(out), "--no-log", "--llm-base-url", f"{server.base_url}/v1",
                         "--llm-timeout", "60", "Why is TTFT higher at 8 concurrent requests?")
-    assert data["llm_used"] is False
-    assert any("LLM" in n or "cited" in n for n in data["notes"][:1]), data["notes"]
     assert data["findings"] and data["sources"]
+    if data["llm_used"]:
+        # random weights can, rarely, emit a marker like "[1]" by chance: then it must resolve
+        import re
+
+        markers = {int(m) for m in re.findall(r"\[(\d+)\]", data["answer"])}
+        assert markers and max(markers) <= len(data["sources"])
+    else:
+        assert "LLM" in data["notes"][0], data["notes"]  # the first note says why its answer was set aside
     # a deadline shorter than the answer: also the embedded answer, with the timeout named
     data = advisor_json("ask", "--attach", str(out), "--no-log", "--llm-base-url", f"{server.base_url}/v1",
                         "--llm-timeout", "0.2", "Why is TTFT higher at 8 concurrent requests?")
