@@ -48,7 +48,7 @@ from .fleet import (
     instance_text,
     sum_fleet,
 )
-from .scrape import _connect_failure, _is_tls_failure, display_url, make_client
+from .scrape import _connect_failure, _is_tls_failure, display_url, make_client, read_bounded
 from .window import compute_window
 
 #: environment variable holding a bearer token for Prometheus when none is passed explicitly
@@ -381,20 +381,16 @@ class _Api:
         limit = max_input_bytes()
         try:
             with self.client.stream("GET", url, params=params, headers=self.headers) as response:
-                chunks: list[bytes] = []
-                size = 0
-                for chunk in response.iter_bytes():
-                    chunks.append(chunk)
-                    size += len(chunk)
-                    if size > limit:
-                        raise EndpointError(
-                            f"answer is over {limit / 1e6:.0f} MB; narrow the selector or shorten --since "
-                            "(VLLM_ADVISOR_MAX_INPUT_MB raises the limit)",
-                            source=shown,
-                        )
-                    if time.monotonic() > deadline:
-                        raise httpx.ReadTimeout("total time exceeded")
-                return response.status_code, b"".join(chunks)
+                body = read_bounded(
+                    response, deadline, limit,
+                    too_large=lambda: EndpointError(
+                        f"answer is over {limit / 1e6:.0f} MB; narrow the selector or shorten --since "
+                        "(VLLM_ADVISOR_MAX_INPUT_MB raises the limit)",
+                        source=shown,
+                    ),
+                    too_slow=lambda: httpx.ReadTimeout("total time exceeded"),
+                )
+                return response.status_code, body
         except httpx.TimeoutException:
             raise EndpointError(f"timed out after {self.timeout:g} s", source=shown) from None
         except httpx.ConnectError as exc:

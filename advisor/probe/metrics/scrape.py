@@ -14,6 +14,7 @@ import os
 import ssl
 import time
 from pathlib import Path
+from typing import Callable
 from urllib.parse import urlsplit, urlunsplit
 
 import httpx
@@ -176,16 +177,25 @@ def _get_once(http: httpx.Client, target: str, headers: dict[str, str], timeout:
     with http.stream("GET", target, headers=headers, timeout=timeout) as response:
         if response.status_code >= 400:
             return response.status_code, response.headers.get("content-type", ""), b""
-        chunks: list[bytes] = []
-        size = 0
-        for chunk in response.iter_bytes():
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                raise _TooLarge(f"answer is over {limit / 1e6:.0f} MB; not a /metrics page")
-            if time.monotonic() > deadline:
-                raise _TotalTimeout()
-        return response.status_code, response.headers.get("content-type", ""), b"".join(chunks)
+        body = read_bounded(response, deadline, limit, too_large=lambda: _TooLarge(f"answer is over {limit / 1e6:.0f} MB; not a /metrics page"),
+                            too_slow=_TotalTimeout)
+        return response.status_code, response.headers.get("content-type", ""), body
+
+
+def read_bounded(response: httpx.Response, deadline: float, limit: int, *,
+                 too_large: Callable[[], Exception], too_slow: Callable[[], Exception]) -> bytes:
+    """A streamed body, refused past ``limit`` bytes or past ``deadline`` (``time.monotonic``): a
+    per-read timeout alone lets a server that trickles bytes hold the caller forever."""
+    chunks: list[bytes] = []
+    size = 0
+    for chunk in response.iter_bytes():
+        chunks.append(chunk)
+        size += len(chunk)
+        if size > limit:
+            raise too_large()
+        if time.monotonic() > deadline:
+            raise too_slow()
+    return b"".join(chunks)
 
 
 def _check_body(body: bytes, content_type: str, shown: str) -> str:
