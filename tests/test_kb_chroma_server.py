@@ -179,8 +179,8 @@ def test_cli_search_on_the_server_matches_the_embedded_index(embedded: Knowledge
 
 
 def test_answers_cite_the_same_sources_from_the_server(embedded: KnowledgeBase, on_server: KnowledgeBase):
-    """The citations the answer writer takes from an index (`ask` has no --chroma-url yet, so this
-    is its library path with the server's index)."""
+    """The citations the answer writer takes from an index, through the library (`ask --chroma-url`
+    end to end is below)."""
     from vllm_advisor.answer.sources import search_kb
 
     question = "显存不够 抢占 TTFT 很高"
@@ -276,3 +276,158 @@ def test_server_gone_mid_session_then_back(scratch: Path):
 
         srv.start()  # same port, same data folder
         assert [r.chunk_id for r in kb.search("KV cache preemption", 5)] == before
+
+
+# -- ask, memo and chat with the team's server --------------------------------------------------------
+
+QUESTION = "Why is TTFT so high at 8 clients with 6000-token prompts? KV cache preemption or chunked prefill?"
+KV_PRESSURE_BENCH = "vllm-cpu-real/results/kv-pressure/bench_in6000_out64_c8_n32_seed401.json"
+SERVER_DOCS = {f"doc:{page}" for page in PAGES}
+
+
+def advisor_home(workdir: Path, name: str, kb_dir: Path) -> Path:
+    """A VLLM_ADVISOR_HOME whose kb/ is ``kb_dir`` (ask, memo and chat take the index from there)."""
+    home = workdir / name
+    if not home.exists():
+        home.mkdir()
+        (home / "kb").symlink_to(kb_dir, target_is_directory=True)
+    return home
+
+
+@pytest.fixture
+def server_home(on_server: KnowledgeBase, workdir: Path, monkeypatch) -> Path:
+    """The team member who ran `kb build --chroma-url` (its kb/ holds the ONNX query model and the
+    server's keyword cache), with no ambient VLLM_ADVISOR_CHROMA_URL."""
+    home = advisor_home(workdir, "home-server", on_server.kb_dir)
+    monkeypatch.setenv("VLLM_ADVISOR_HOME", str(home))
+    monkeypatch.delenv("VLLM_ADVISOR_CHROMA_URL", raising=False)
+    return home
+
+
+def source_keys(sources: list[dict]) -> list[tuple]:
+    return [(s["number"], s["doc_id"], s["chunk_id"], s["kind"], s["url"]) for s in sources]
+
+
+def logged_inputs(run_id: int) -> dict:
+    """What the run log (in VLLM_ADVISOR_HOME) recorded as the run's inputs."""
+    from vllm_advisor.logs import LogStore
+
+    entry = LogStore().get(run_id)
+    assert entry is not None
+    return entry.inputs
+
+
+def test_ask_cites_the_servers_docs_like_the_embedded_index(
+    server_home: Path, server: ChromaServer, embedded: KnowledgeBase, workdir: Path, fixtures_dir: Path, monkeypatch
+):
+    bench = str(fixtures_dir / KV_PRESSURE_BENCH)
+    remote = run_cli("ask", "--chroma-url", server.url, "--json", "--no-log", QUESTION, "--attach", bench)
+    assert remote.exit_code == 0, remote.output
+    monkeypatch.setenv("VLLM_ADVISOR_HOME", str(advisor_home(workdir, "home-embedded", embedded.kb_dir)))
+    local = run_cli("ask", "--json", "--no-log", QUESTION, "--attach", bench)
+    assert local.exit_code == 0, local.output
+    remote, local = json.loads(remote.stdout), json.loads(local.stdout)
+
+    docs = [s for s in remote["sources"] if s["kind"] == "doc"]
+    assert docs and {s["doc_id"] for s in docs} <= SERVER_DOCS
+    assert all(s["url"].startswith("https://docs.vllm.ai/") for s in docs)
+    assert {s["kind"] for s in remote["sources"]} == {"card", "doc"}
+    # The same documents and passages, numbered alike, for the same findings: only the store differs.
+    assert source_keys(remote["sources"]) == source_keys(local["sources"])
+    assert [f["cause"] for f in remote["findings"]] == [f["cause"] for f in local["findings"]]
+    assert [[s["doc_id"] for s in f["sources"]] for f in remote["findings"]] == [[s["doc_id"] for s in f["sources"]] for f in local["findings"]]
+    assert remote["answer"] == local["answer"]
+    assert not [n for n in remote["notes"] + local["notes"] if "knowledge base" in n]
+
+
+def test_ask_with_an_unreachable_server_answers_from_the_cards(tmp_path: Path, fixtures_dir: Path, monkeypatch):
+    """A closed port: exit 0, the answer the cards alone give, one note naming the server (its
+    password scrubbed there and in the log), from the flag and from the environment variable."""
+    home = tmp_path / "home"
+    monkeypatch.setenv("VLLM_ADVISOR_HOME", str(home))
+    monkeypatch.delenv("VLLM_ADVISOR_CHROMA_URL", raising=False)
+    port = free_port()
+    url = f"http://team:hunter2-pass@127.0.0.1:{port}"
+    shown = f"http://team:[redacted]@127.0.0.1:{port}"
+    args = ["ask", "--json", QUESTION, "--attach", str(fixtures_dir / KV_PRESSURE_BENCH)]
+
+    cards_only = run_cli(*args, "--no-log")  # no index in this home: the packaged cards answer
+    by_flag = run_cli(*args, "--chroma-url", url)
+    by_env = CliRunner().invoke(cli, [*args, "--no-log"], env={"VLLM_ADVISOR_CHROMA_URL": url}, catch_exceptions=False)
+    for result in (cards_only, by_flag, by_env):
+        assert result.exit_code == 0, result.output
+    cards_only, by_flag, by_env = (json.loads(r.stdout) for r in (cards_only, by_flag, by_env))
+
+    assert cards_only["sources"] and {s["kind"] for s in cards_only["sources"]} == {"card"}
+    for answer in (by_flag, by_env):
+        assert source_keys(answer["sources"]) == source_keys(cards_only["sources"])
+        team = [n for n in answer["notes"] if "knowledge base" in n]
+        assert len(team) == 1 and one_line(team[0]) and "hunter2" not in team[0]
+        assert team[0].startswith(f"team knowledge base at {shown} not searched (cannot reach the Chroma server (")
+        assert team[0].endswith("); sources are the packaged cards")
+        assert [n for n in answer["notes"] if n not in team] == cards_only["notes"]
+        # The answer is the cards-only one, with the note among its caveats.
+        assert answer["answer"].count(f"- {team[0]}\n") == 1
+        assert answer["answer"].replace(f"- {team[0]}\n", "") == cards_only["answer"]
+        assert "hunter2" not in answer["answer"]
+
+    assert logged_inputs(by_flag["log_id"])["chroma_url"] == shown
+    assert b"hunter2" not in (home / "advisor.db").read_bytes()
+
+
+def test_memo_cites_the_servers_docs(server_home: Path, server: ChromaServer, fixtures_dir: Path, tmp_path: Path):
+    out = tmp_path / "memo.md"
+    result = run_cli("memo", "--attach", str(fixtures_dir / KV_PRESSURE_BENCH), "--chroma-url", server.url, "-o", str(out), "--json")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    docs = [s for s in data["sources"] if s["kind"] == "doc"]
+    assert docs and {s["doc_id"] for s in docs} <= SERVER_DOCS
+    memo = out.read_text(encoding="utf-8")
+    assert all(s["url"] in memo for s in docs)  # the memo's source list carries them
+
+    assert logged_inputs(data["log_id"])["chroma_url"] == server.url
+
+
+def test_chat_cites_the_servers_docs(server_home: Path, server: ChromaServer, fixtures_dir: Path):
+    """The chat's conversation (what the TUI calls) with the URL `chat --chroma-url` hands it."""
+    from vllm_advisor_tui.app import ChatApp
+    from vllm_advisor_tui.evidence import detect_file
+
+    help_text = run_cli("chat", "--help").output
+    assert "--chroma-url" in help_text and "VLLM_ADVISOR_CHROMA_URL" in help_text
+    conv = ChatApp(chroma_url=server.url, warm_up=False).conversation
+    assert conv.chroma_url == server.url and conv.log is not None
+    bench = fixtures_dir / KV_PRESSURE_BENCH
+    conv.apply_file(bench, detect_file(bench))
+    turn = conv.answer(QUESTION)
+    docs = [s for s in turn.sources if s.kind == "doc"]
+    assert docs and {s.doc_id for s in docs} <= SERVER_DOCS
+    assert not [n for n in turn.diagnosis.notes if "knowledge base" in n]
+    run_id = conv.commit(turn)
+    assert logged_inputs(run_id)["chroma_url"] == server.url
+
+
+def test_an_empty_or_cards_only_server_is_one_note(scratch: Path):
+    """A team server nobody has filled, then one with only the cards: the answer cites cards and
+    says once why the server's documents are not among them; no chunk is written to the server."""
+    from vllm_advisor.answer.sources import attach_sources
+    from vllm_advisor.diagnosis.inputs import DiagnosisInputs
+    from vllm_advisor.schema import Diagnosis, Finding
+
+    def answer_sources(url: str) -> tuple[list, list[str]]:
+        diagnosis = Diagnosis(findings=[Finding(cause="preemption", title="KV cache preemption", confidence=0.8)])
+        sources = attach_sources(diagnosis, DiagnosisInputs(question="KV cache preemption"), kb_dir=scratch / "kb", chroma_url=url)
+        return sources, diagnosis.notes
+
+    with ChromaServer(scratch / "server") as srv:
+        sources, notes = answer_sources(srv.url)
+        assert sources and {s.kind for s in sources} == {"card"}
+        assert notes == [f"team knowledge base at {srv.url} not searched (its collection is empty; fill it with "
+                         "`vllm-advisor kb build --chroma-url URL`); sources are the packaged cards"]
+        kb = KnowledgeBase(scratch / "kb", chroma_url=srv.url, embedder=shared_embedder())
+        assert kb.status().chunks == 0  # opening it for an answer built nothing
+        assert kb.ingest_cards().chunks == CARD_CHUNKS
+        sources, notes = answer_sources(srv.url)
+        assert sources and {s.kind for s in sources} == {"card"}
+        assert notes == [f"team knowledge base at {srv.url} not searched (it holds only the packaged cards, "
+                         "no docs or issue threads); sources are the packaged cards"]

@@ -74,11 +74,13 @@ class ChatApp(App[None]):
         theme: str | None = None,
         log: bool = True,
         warm_up: bool = True,
+        chroma_url: str | None = None,
     ) -> None:
         super().__init__()
         self.chat_log = ChatLog(enabled=log)
         self.llm = llm
-        self.conversation = Conversation(llm=llm, log=self.chat_log)
+        self.chroma_url = chroma_url  # the team's knowledge base (`--chroma-url`); None: the local index
+        self.conversation = Conversation(llm=llm, log=self.chat_log, chroma_url=chroma_url)
         self._initial = {
             "profile": Path(profile) if profile else None,
             "attachments": [Path(a) for a in attachments],
@@ -590,7 +592,7 @@ class ChatApp(App[None]):
             from vllm_advisor.memo import write_memo
 
             diagnosis = diagnose(inputs)
-            sources = attach_sources(diagnosis, inputs)
+            sources = attach_sources(diagnosis, inputs, chroma_url=self.chroma_url)
             result = write_memo(inputs, diagnosis, sources, out)
             plots = f", {len(result.plots)} plots in `{result.plots[0].parent}`" if result.plots else ""
             return f"Memo written to `{result.path}`{plots}."
@@ -711,7 +713,7 @@ class ChatApp(App[None]):
 
     async def _resume_last(self) -> bool:
         try:
-            conv = Conversation.resume(self.chat_log, llm=self.llm)
+            conv = Conversation.resume(self.chat_log, llm=self.llm, chroma_url=self.chroma_url)
         except AdvisorError as exc:
             self._error(exc.one_line())
             return False

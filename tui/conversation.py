@@ -91,10 +91,12 @@ class Conversation:
         llm: LLMSettings | None = None,
         log: ChatLog | None = None,
         conversation_id: str | None = None,
+        chroma_url: str | None = None,
     ) -> None:
         self.id = conversation_id or new_conversation_id()
         self.evidence = evidence or Evidence()
         self.llm = llm
+        self.chroma_url = chroma_url  # answers cite this team Chroma server's documents, not the local index
         self.log = log
         self.messages: list[Message] = []
         self.questions: list[str] = []
@@ -240,7 +242,7 @@ class Conversation:
         diagnosis = diagnose(inputs)
         check()
         on_stage("finding sources", 3)
-        sources = attach_sources(diagnosis, inputs)
+        sources = attach_sources(diagnosis, inputs, chroma_url=self.chroma_url)
         check()
         language = inputs.language
         since = since_previous(self.findings, diagnosis.findings, language)
@@ -289,6 +291,8 @@ class Conversation:
         out: dict[str, Any] = {"evidence": self.evidence.to_dict(), "turn": len(self.questions)}
         if self.llm is not None:
             out.update(self.llm.to_dict())
+        if self.chroma_url:
+            out["chroma_url"] = self.chroma_url  # the log scrubs a password in it
         return out
 
     def commit(self, turn: Turn) -> int | None:
@@ -323,7 +327,7 @@ class Conversation:
         return self.log.record(self.id, event="question", state=self.state(), question=question, output=partial or None, error="interrupted before the answer was complete")
 
     @classmethod
-    def resume(cls, log: ChatLog, *, llm: LLMSettings | None = None) -> "Conversation | None":
+    def resume(cls, log: ChatLog, *, llm: LLMSettings | None = None, chroma_url: str | None = None) -> "Conversation | None":
         """The newest logged conversation: its messages, evidence (files that still exist), latest
         findings and sources. None when there is none."""
         from vllm_advisor.schema import Citation, Finding
@@ -336,7 +340,7 @@ class Conversation:
             return None
         last = entries[-1].inputs
         evidence = Evidence.from_dict(last.get("evidence"))
-        conv = cls(evidence=evidence, llm=llm, log=log, conversation_id=cid)
+        conv = cls(evidence=evidence, llm=llm, log=log, conversation_id=cid, chroma_url=chroma_url)
         missing = [str(p) for p in [evidence.profile, *evidence.attachments] if p is not None and not p.exists()]
         missing += [m for m in evidence.metrics if not m.startswith("http") and not Path(m).exists()]
         if missing:

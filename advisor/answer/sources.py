@@ -151,12 +151,21 @@ def pick_cards(finding: Finding, question: str | None, corpus: CardCorpus, limit
 # -- the knowledge-base index ------------------------------------------------------------------------
 
 
-def open_knowledge_base(kb_dir: str | Path | None = None, notes: list[str] | None = None) -> Searcher | None:
+def open_knowledge_base(
+    kb_dir: str | Path | None = None, notes: list[str] | None = None, chroma_url: str | None = None
+) -> Searcher | None:
     """The index when one has been built with docs or issue threads; None otherwise.
 
     Nothing is built or repaired here: a missing or unreadable index is `kb build`'s job, and `ask`
     must not spend minutes embedding documents the user did not ask for. An index that exists but
-    cannot be opened adds one line to ``notes``."""
+    cannot be opened adds one line to ``notes``.
+
+    ``chroma_url``: the team's Chroma server instead of the local index (``kb_dir`` then only holds
+    this machine's keyword cache and query model). A team that set a server expects its documents
+    to be searched, so a server that cannot be reached, or holds no docs or issue threads, is always
+    one line in ``notes``; the packaged cards still answer."""
+    if chroma_url:
+        return _open_team_knowledge_base(kb_dir, notes, chroma_url)
     try:
         from vllm_advisor_knowledge.paths import CHROMA_SUBDIR, resolve_kb_dir
         from vllm_advisor_knowledge.registry import Registry
@@ -179,6 +188,47 @@ def open_knowledge_base(kb_dir: str | Path | None = None, notes: list[str] | Non
             notes.append(f"knowledge base not searched ({_first_line(exc)}); run `vllm-advisor kb build`; sources are the packaged cards")
         return None
     return kb
+
+
+def _open_team_knowledge_base(kb_dir: str | Path | None, notes: list[str] | None, chroma_url: str) -> Searcher | None:
+    """The collection on a Chroma server, opened without building or repairing anything.
+
+    Every wait is bounded by the knowledge base (heartbeat first, then request timeouts), so a
+    server that is down or silent costs seconds and one note, never the answer."""
+
+    def skip(reason: str) -> None:
+        if notes is not None:
+            notes.append(_team_note(chroma_url, reason))
+        return None
+
+    try:
+        from vllm_advisor_knowledge.knowledge_base import KnowledgeBase
+    except ImportError as exc:
+        return skip(f"the knowledge package cannot be imported: {exc.name or exc}")
+    try:
+        kb = KnowledgeBase(kb_dir, chroma_url=chroma_url)
+        collection = kb.collection(repair=False)
+        if collection.count() == 0:
+            return skip("its collection is empty; fill it with `vllm-advisor kb build --chroma-url URL`")
+        if not collection.get(where={"kind": {"$in": list(KB_KINDS)}}, limit=1, include=[])["ids"]:
+            return skip("it holds only the packaged cards, no docs or issue threads")
+    except Exception as exc:  # IndexUnavailableError, httpx's and chromadb's errors
+        return skip(_server_reason(exc))
+    return kb
+
+
+def _team_note(chroma_url: str, reason: str) -> str:
+    """One line naming the server (a password in its URL is scrubbed) and why it was not used."""
+    from ..logs import redact_text
+
+    return f"team knowledge base at {redact_text(chroma_url)} not searched ({reason}); sources are the packaged cards"
+
+
+def _server_reason(exc: BaseException) -> str:
+    """The error's own line, without the server address the knowledge base puts in front of it
+    (the note already names the server, as the user spelled it)."""
+    message = getattr(exc, "message", None)  # KnowledgeError: the line without its source
+    return message[:200] if isinstance(message, str) and message else _first_line(exc)
 
 
 def _remember_passage(chunk_id: str | None, text: str | None) -> None:
@@ -225,19 +275,22 @@ def attach_sources(
     kb: Searcher | bool | None = None,
     kb_dir: str | Path | None = None,
     cards_folder: str | Path | None = None,
+    chroma_url: str | None = None,
 ) -> list[Citation]:
     """Pick each finding's sources, number them 1..N across the answer, fill ``finding.sources``.
 
     ``kb``: None opens the built index if there is one (``kb_dir`` or the default location), False
     uses the cards only, an object with ``search(query, k, kinds=..., per_doc=...)`` is used as is.
+    ``chroma_url`` (with ``kb`` None): search the team's Chroma server instead of the local index.
     A knowledge-base failure is one line in ``diagnosis.notes``; the cards still answer.
     Sources a finding already had are kept (first) and renumbered.
     """
     question = getattr(inputs, "question", None) if inputs is not None else None
     corpus = card_corpus(str(cards_folder) if cards_folder else None)
     searcher: Searcher | None
+    on_server = bool(chroma_url) and (kb is None or kb is True)
     if kb is None or kb is True:
-        searcher = open_knowledge_base(kb_dir, diagnosis.notes)
+        searcher = open_knowledge_base(kb_dir, diagnosis.notes, chroma_url=chroma_url)
     elif kb is False:
         searcher = None
     else:
@@ -260,7 +313,11 @@ def attach_sources(
             try:
                 hits = search_kb(searcher, query, max_per_finding + 2)
             except Exception as exc:  # KnowledgeError, or anything the store raises: cards still answer
-                diagnosis.notes.append(f"knowledge base not searched ({_first_line(exc)}); sources are the packaged cards")
+                diagnosis.notes.append(
+                    _team_note(chroma_url, _server_reason(exc))
+                    if on_server
+                    else f"knowledge base not searched ({_first_line(exc)}); sources are the packaged cards"
+                )
                 searcher = None
                 hits = []
             for hit in hits:

@@ -25,6 +25,15 @@ def common_inputs(f):
     return f
 
 
+def chroma_url_option(f):
+    """The team's knowledge base, as `kb` takes it: the answer's sources come from that server."""
+    return click.option(
+        "--chroma-url",
+        envvar="VLLM_ADVISOR_CHROMA_URL",
+        help="A Chroma server shared by a team (http://HOST:PORT) instead of the local index. [env: VLLM_ADVISOR_CHROMA_URL]",
+    )(f)
+
+
 def no_log_option(f):
     return click.option("--no-log", is_flag=True, help="Do not record this run in the local log (see `vllm-advisor logs`).")(f)
 
@@ -86,9 +95,10 @@ def elapsed_ms(start: float) -> float:
     show_default=True,
     help="Fit the model's efficiencies to the measured load points first (slower; `memo` always does).",
 )
+@chroma_url_option
 @no_log_option
 @json_option
-def ask(question, profile, attachments, metrics, prometheus_url, since, prom_selector, serve_cmd, model, gpu, num_gpus, vllm_version, llm_base_url, llm_model, llm_key_env, llm_timeout, calibrate, no_log, as_json) -> None:
+def ask(question, profile, attachments, metrics, prometheus_url, since, prom_selector, serve_cmd, model, gpu, num_gpus, vllm_version, llm_base_url, llm_model, llm_key_env, llm_timeout, calibrate, chroma_url, no_log, as_json) -> None:
     """Answer QUESTION about a slow vLLM deployment: causes ranked with evidence, changes with
     predicted effects, and numbered sources.
 
@@ -118,6 +128,7 @@ def ask(question, profile, attachments, metrics, prometheus_url, since, prom_sel
         "llm_model": llm_model,
         "llm_key_env": llm_key_env if llm_base_url else None,
         "llm_timeout": llm_timeout if llm_base_url else None,
+        "chroma_url": chroma_url,
         "json": as_json,
     }
     try:
@@ -125,7 +136,7 @@ def ask(question, profile, attachments, metrics, prometheus_url, since, prom_sel
             question, profile, attachments, metrics, serve_cmd,
             {"model": model, "gpu": gpu, "num_gpus": num_gpus, "vllm_version": vllm_version},
             llm_base_url, llm_model, llm_key_env, stream_to_stdout=not as_json, calibrate=calibrate, llm_timeout=llm_timeout,
-            prometheus=prometheus,
+            prometheus=prometheus, chroma_url=chroma_url,
         )
     except AdvisorError as exc:
         record_run("ask", enabled=not no_log, question=question, inputs=log_inputs, duration_ms=elapsed_ms(start), error=exc.one_line())
@@ -158,7 +169,7 @@ def ask(question, profile, attachments, metrics, prometheus_url, since, prom_sel
     _print_answer(answer, streamed)
 
 
-def _answer(question, profile, attachments, metrics, serve_cmd, overrides, llm_base_url, llm_model, llm_key_env, *, stream_to_stdout: bool, calibrate: bool = False, llm_timeout: float = 60.0, prometheus: dict | None = None):
+def _answer(question, profile, attachments, metrics, serve_cmd, overrides, llm_base_url, llm_model, llm_key_env, *, stream_to_stdout: bool, calibrate: bool = False, llm_timeout: float = 60.0, prometheus: dict | None = None, chroma_url: str | None = None):
     """gather -> diagnose -> attach_sources -> write the answer (LLM prose when asked for)."""
     from ..answer import attach_sources, write_answer, write_answer_llm
     from ..diagnosis.engine import diagnose
@@ -169,7 +180,7 @@ def _answer(question, profile, attachments, metrics, serve_cmd, overrides, llm_b
         raise UsageError(f"{profile}: the case file has no question; give one as the QUESTION argument")
     scrub_user_text(inputs)
     diagnosis = diagnose(inputs)
-    sources = attach_sources(diagnosis, inputs)
+    sources = attach_sources(diagnosis, inputs, chroma_url=chroma_url)
     streamed = False
     if llm_base_url:
         def on_token(piece: str) -> None:

@@ -13,7 +13,7 @@ from pathlib import Path
 import click
 
 from ..errors import AdvisorError, UsageError
-from .ask import common_inputs, no_log_option
+from .ask import chroma_url_option, common_inputs, no_log_option
 
 UI_MODULE = "vllm_advisor_tui.app"
 
@@ -31,8 +31,9 @@ UI_MODULE = "vllm_advisor_tui.app"
 @click.option("--llm-key-env", metavar="NAME", default="OPENAI_API_KEY", show_default=True, help="Environment variable holding the endpoint's API key (its value is never logged).")
 @click.option("--resume", is_flag=True, help="Continue the last conversation: its messages and its evidence.")
 @click.option("--theme", metavar="NAME", help="A Textual theme, e.g. textual-dark, textual-light, nord, gruvbox (Ctrl+P > Change theme lists them).")
+@chroma_url_option
 @no_log_option
-def chat(profile, attachments, metrics, serve_cmd, model, gpu, num_gpus, vllm_version, llm_base_url, llm_model, llm_key_env, resume, theme, no_log) -> None:
+def chat(profile, attachments, metrics, serve_cmd, model, gpu, num_gpus, vllm_version, llm_base_url, llm_model, llm_key_env, resume, theme, chroma_url, no_log) -> None:
     """Talk to the advisor about your deployment: questions and answers with sources, evidence
     attached as you go (/attach, /profile, /serve-cmd, /probe), the model's tables (/estimate,
     /whatif) and the memo (/memo). F1 lists every command and key.
@@ -59,5 +60,6 @@ def chat(profile, attachments, metrics, serve_cmd, model, gpu, num_gpus, vllm_ve
         resume=resume,
         theme=theme,
         log=not no_log,
+        chroma_url=chroma_url,
     )
     app.run()

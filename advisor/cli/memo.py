@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..errors import AdvisorError
-from .ask import common_inputs, elapsed_ms, no_log_option, record_run, scrub_user_text
+from .ask import chroma_url_option, common_inputs, elapsed_ms, no_log_option, record_run, scrub_user_text
 from .output import emit_json, json_option
 
 
@@ -16,9 +16,10 @@ from .output import emit_json, json_option
 @common_inputs
 @click.option("-q", "--question", help="The question the memo answers (default: the case file's, else why the deployment is slow).")
 @click.option("-o", "--output", "out_path", type=click.Path(path_type=Path), help="Memo file (default: <case name>-memo.md in the current folder); plots go to <name>_plots/ beside it.")
+@chroma_url_option
 @no_log_option
 @json_option
-def memo(profile, attachments, question, out_path, no_log, as_json) -> None:
+def memo(profile, attachments, question, out_path, chroma_url, no_log, as_json) -> None:
     """Write a tuning memo for a case: summary, deployment facts, measured vs predicted per load
     point, ranked findings with evidence, changes with predicted effects and commands, a
     verification plan, plots and sources.
@@ -34,9 +35,9 @@ def memo(profile, attachments, question, out_path, no_log, as_json) -> None:
         raise UsageError("memo needs --profile CASE.yaml or at least one --attach FILE (e.g. a probe bench result)")
     out_path = out_path or Path(f"{(profile or attachments[0]).stem}-memo.md")
     start = time.perf_counter()
-    log_inputs = {"profile": str(profile) if profile else None, "attachments": [str(a) for a in attachments], "question": question, "output": str(out_path), "json": as_json}
+    log_inputs = {"profile": str(profile) if profile else None, "attachments": [str(a) for a in attachments], "question": question, "output": str(out_path), "chroma_url": chroma_url, "json": as_json}
     try:
-        inputs, diagnosis, sources, result = _write(profile, attachments, out_path, question)
+        inputs, diagnosis, sources, result = _write(profile, attachments, out_path, question, chroma_url)
     except AdvisorError as exc:
         record_run("memo", enabled=not no_log, inputs=log_inputs, duration_ms=elapsed_ms(start), error=exc.one_line())
         raise
@@ -61,7 +62,7 @@ def memo(profile, attachments, question, out_path, no_log, as_json) -> None:
 DEFAULT_QUESTION = "Why is this deployment slow, and what should change?"
 
 
-def _write(profile: Path | None, attachments, out_path: Path, question: str | None = None):
+def _write(profile: Path | None, attachments, out_path: Path, question: str | None = None, chroma_url: str | None = None):
     from ..answer import attach_sources
     from ..diagnosis.engine import diagnose
     from ..diagnosis.inputs import gather
@@ -72,6 +73,6 @@ def _write(profile: Path | None, attachments, out_path: Path, question: str | No
         inputs.question = DEFAULT_QUESTION
     scrub_user_text(inputs)
     diagnosis = diagnose(inputs)
-    sources = attach_sources(diagnosis, inputs)
+    sources = attach_sources(diagnosis, inputs, chroma_url=chroma_url)
     result = write_memo(inputs, diagnosis, sources, out_path)
     return inputs, diagnosis, sources, result
