@@ -279,7 +279,12 @@ class KnowledgeBase:
             https = parts.scheme == "https"
             port = parts.port or (443 if https else 8000)
             _check_heartbeat(f"{parts.scheme}://{parts.hostname}:{port}")
-            client = chromadb.HttpClient(host=parts.hostname, port=port, ssl=https, settings=settings)
+            client = _bounded(
+                lambda: chromadb.HttpClient(host=parts.hostname, port=port, ssl=https, settings=settings),
+                SERVER_REQUEST_TIMEOUT_S,
+                f"the Chroma server answered its heartbeat but not the client's handshake within {SERVER_REQUEST_TIMEOUT_S:g} s",
+                self.chroma_url,
+            )
             session = getattr(getattr(client, "_server", None), "_session", None)  # chromadb's httpx.Client
             if session is not None:
                 import httpx
@@ -886,3 +891,29 @@ def search(query: str, k: int = 5, *, kb_dir: str | Path | None = None, chroma_u
     """The ``k`` best passages from the default (or given) index."""
     return KnowledgeBase(kb_dir, chroma_url=chroma_url).search(query, k)
 
+
+def _bounded(make: Callable[[], Any], seconds: float, message: str, source: str) -> Any:
+    """``make()`` run in a daemon thread, given up after ``seconds``.
+
+    chromadb's ``HttpClient`` sends its first requests (identity, tenant) through an httpx session
+    created with ``timeout=None``, before any timeout can be set on it: a server that stalls there
+    would hang the command forever. The abandoned thread is a daemon and cannot block exit.
+    """
+    import threading
+
+    box: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            box["value"] = make()
+        except BaseException as exc:  # handed to the caller's thread below
+            box["error"] = exc
+
+    worker = threading.Thread(target=run, name="chroma-connect", daemon=True)
+    worker.start()
+    worker.join(seconds)
+    if worker.is_alive():
+        raise IndexUnavailableError(message, source=source)
+    if "error" in box:
+        raise box["error"]
+    return box["value"]

@@ -245,6 +245,45 @@ def test_a_server_that_never_answers_is_given_up_on(tmp_path: Path, monkeypatch)
     assert err.value.message == "the Chroma server does not answer (no heartbeat within 1.5 s)"
 
 
+def test_a_server_that_stalls_after_its_heartbeat_is_given_up_on(tmp_path: Path, monkeypatch):
+    """Heartbeat answered, then chromadb's handshake requests (sent with no timeout) never are."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    import chromadb  # noqa: F401
+
+    release = threading.Event()
+
+    class Stalling(BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802
+            if self.path.endswith("/heartbeat"):
+                body = b'{"nanosecond heartbeat": 1}'
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            release.wait(30)  # the identity / tenant request: no answer
+
+        def log_message(self, *args):
+            pass
+
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), Stalling)
+    httpd.daemon_threads = True
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    monkeypatch.setattr(kb_module, "SERVER_REQUEST_TIMEOUT_S", 1.5)
+    try:
+        started = time.monotonic()
+        with pytest.raises(IndexUnavailableError) as err:
+            KnowledgeBase(tmp_path, chroma_url=f"http://127.0.0.1:{httpd.server_address[1]}").status()
+        assert time.monotonic() - started < 6.0
+        assert "not the client's handshake within 1.5 s" in err.value.message
+    finally:
+        release.set()
+        httpd.shutdown()
+
+
 def test_server_gone_mid_session_then_back(scratch: Path):
     """Stop the server under a live KnowledgeBase: one line from the library and from the CLI (a
     real process: exit code 4, no traceback); start it again: the same object searches again."""
