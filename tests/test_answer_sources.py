@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-import socket
 from pathlib import Path
 
 import pytest
@@ -13,6 +12,7 @@ from vllm_advisor.answer.sources import card_corpus, open_knowledge_base, passag
 from vllm_advisor.diagnosis.inputs import DiagnosisInputs, gather
 from vllm_advisor.schema import Citation, Diagnosis, Finding
 from vllm_advisor_knowledge.cards import load_cards
+from real_services.net import free_port
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = REPO / "examples" / "seed-qwen32b-h800-long-input.yaml"
@@ -77,11 +77,6 @@ def test_no_index_means_cards_only(tmp_path):
     assert open_knowledge_base(tmp_path / "kb") is None  # never built: nothing is created or embedded
     assert not (tmp_path / "kb").exists()
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def test_unreachable_index_is_a_note_and_the_cards_still_answer(tmp_path):

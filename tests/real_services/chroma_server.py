@@ -19,7 +19,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -27,6 +26,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from .net import free_port
 
 HEARTBEAT_PATHS = ("/api/v2/heartbeat", "/api/v1/heartbeat")  # chromadb >= 0.6 serves v2; older ones v1
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
@@ -57,12 +57,6 @@ def chroma_cli_or_skip() -> Path:
         pytest.skip(reason)
     return cli
 
-
-def free_port() -> int:
-    """A TCP port free on 127.0.0.1 right now (the OS's pick)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 class ChromaServerError(RuntimeError):

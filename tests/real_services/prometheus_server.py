@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
@@ -23,6 +22,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from .net import free_port
 
 REQUIRE_REAL_ENV = "VLLM_ADVISOR_REQUIRE_REAL"
 
@@ -51,11 +51,6 @@ def prometheus_version(binary: str) -> str:
     out = subprocess.run([binary, "--version"], capture_output=True, text=True, timeout=10)
     return (out.stdout or out.stderr).splitlines()[0].strip()
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @dataclass

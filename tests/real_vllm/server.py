@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+from real_services.net import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 REAL_HOME = Path(os.environ.get("VLLM_ADVISOR_REAL_HOME", REPO / ".real-vllm"))
@@ -35,11 +35,6 @@ def installed() -> str | None:
         return f"the tiny model is missing at {MODEL_DIR} (run tests/real_vllm/setup.sh)"
     return None
 
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def server_env(kv_cache_gib: int = 1) -> dict[str, str]:
