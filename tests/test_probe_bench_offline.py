@@ -138,3 +138,33 @@ def test_chat_attach_names_the_server_view(fixtures_dir, kv_pressure_dumps, tmp_
     result.write_text(json.dumps(_result_line(fixtures_dir, server={"samples": 3, "window": window})) + "\n")
     detected = detect_file(result)
     assert (detected.kind, detected.label) == ("bench", "vllm-advisor-bench: 1 load point (c=8), server /metrics for 1")
+
+
+@pytest.mark.parametrize(
+    ("status", "body", "error"),
+    [
+        (400, b'{"error": {"message": "This model\'s maximum context length is 8192 tokens", "type": "BadRequestError"}}',
+         "HTTP 400: This model's maximum context length is 8192 tokens"),
+        (200, b"data: {not json\n\n", "the stream carried a chunk that is not JSON"),
+        (200, b"data: [1, 2]\n\n", "the stream carried a chunk that is not a JSON object"),
+        (200, b"data: [DONE]\n\n", "the stream ended without a single token"),
+        (200, b'data: {"choices": [{"delta": null}]}\n\ndata: [DONE]\n\n', "the stream ended without a single token"),
+    ],
+)
+def test_a_server_that_answers_badly_is_a_failed_request_not_a_crash(status, body, error):
+    """Protocol-level: what one streamed request records when the answer is wrong (the live
+    behaviour against vLLM is in tests/real_vllm)."""
+    import asyncio
+
+    import httpx
+
+    from vllm_advisor.probe.loadgen.stream import request_body, send_request
+
+    async def go():
+        transport = httpx.MockTransport(lambda request: httpx.Response(status, content=body))
+        async with httpx.AsyncClient(transport=transport) as client:
+            endpoint = "chat" if b"delta" in body else "completions"
+            return await send_request(client, "http://x/v1/completions", request_body(endpoint, "m", "p", 4, True), endpoint, 0)
+
+    record = asyncio.run(go())
+    assert not record.ok and record.error == error

@@ -101,6 +101,9 @@ async def send_request(
                     break
                 now = time.perf_counter()
                 data = orjson.loads(payload)
+                if not isinstance(data, dict):
+                    record.error = "the stream carried a chunk that is not a JSON object"
+                    break
                 if data.get("error"):
                     record.error = f"stream error: {_error_message(orjson.dumps(data['error']).decode())}"
                     break
@@ -125,6 +128,8 @@ async def send_request(
         record.error = f"{type(exc).__name__}: {exc}"
     except orjson.JSONDecodeError:
         record.error = "the stream carried a chunk that is not JSON"
+    except (KeyError, TypeError, AttributeError, IndexError) as exc:  # a chunk of an unexpected shape
+        record.error = f"the stream carried a chunk of an unexpected shape ({type(exc).__name__}: {exc})"
     if not record.error and record.token_chunks == 0:
         record.error = "the stream ended without a single token"
     record.latency_s = last - start
