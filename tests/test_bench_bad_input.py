@@ -156,7 +156,7 @@ def test_other_unknown_files(tmp_path, name, text, syntax):
     path = tmp_path / name
     path.write_text(text, encoding="utf-8")
     message = _error(path, UnknownFormatError)
-    assert f"({syntax}); tried: vllm-bench (" in message and "observations (" in message
+    assert f"({syntax}); tried: vllm-advisor-bench (" in message and "; vllm-bench (" in message and "observations (" in message
 
 
 def test_json_lines_with_a_broken_line(tmp_path):

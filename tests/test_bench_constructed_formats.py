@@ -36,7 +36,7 @@ def _stats(values: np.ndarray, unit: str) -> dict:
 
 
 def test_registry_lists_every_format():
-    assert [f.id for f in FORMATS] == ["vllm-bench", "guidellm", "aiperf", "genai-perf", "llmperf", "observations", "vllm-bench-text"]
+    assert [f.id for f in FORMATS] == ["vllm-advisor-bench", "vllm-bench", "guidellm", "aiperf", "genai-perf", "llmperf", "observations", "vllm-bench-text"]
     assert all(f.description and callable(f.detect) and callable(f.load) for f in FORMATS)
 
 
