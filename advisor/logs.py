@@ -26,18 +26,18 @@ from typing import Any, Literal
 
 from .errors import AdvisorError, InputFileError
 
-Command = Literal["ask", "memo", "chat"]
-COMMANDS: tuple[str, ...] = ("ask", "memo", "chat")
+Command = Literal["ask", "memo", "chat", "bench"]
+COMMANDS: tuple[str, ...] = ("ask", "memo", "chat", "bench")
 REDACTED = "[redacted]"
 DB_NAME = "advisor.db"
 
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS runs (
+_RUNS_TABLE = """
+CREATE TABLE IF NOT EXISTS {name} (
     id          INTEGER PRIMARY KEY AUTOINCREMENT,
     time        TEXT    NOT NULL,
-    command     TEXT    NOT NULL CHECK (command IN ('ask', 'memo', 'chat')),
+    command     TEXT    NOT NULL CHECK (command IN ({commands})),
     question    TEXT,
-    inputs      TEXT    NOT NULL DEFAULT '{}',
+    inputs      TEXT    NOT NULL DEFAULT '{{}}',
     output      TEXT,
     findings    TEXT    NOT NULL DEFAULT '[]',
     sources     TEXT    NOT NULL DEFAULT '[]',
@@ -45,6 +45,9 @@ CREATE TABLE IF NOT EXISTS runs (
     llm_used    INTEGER NOT NULL DEFAULT 0,
     error       TEXT
 );
+"""
+_COMMANDS_SQL = ", ".join(f"'{c}'" for c in COMMANDS)
+SCHEMA = _RUNS_TABLE.format(name="runs", commands=_COMMANDS_SQL) + """
 CREATE INDEX IF NOT EXISTS runs_command_time ON runs (command, time);
 """
 
@@ -154,6 +157,21 @@ def _dump(value: Any) -> str:
     return json.dumps(redact(_jsonable(value)), ensure_ascii=False, default=str)
 
 
+def _allow_new_commands(conn: sqlite3.Connection) -> None:
+    """A log written by an older version checks ``command`` against a shorter list (SQLite cannot
+    alter a CHECK constraint): copy its rows into a table with the current list, in one transaction."""
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'runs'").fetchone()
+    if row is None or all(f"'{c}'" in row[0] for c in COMMANDS):
+        return
+    with conn:
+        conn.execute("DROP TABLE IF EXISTS runs_migrating")
+        conn.execute(_RUNS_TABLE.format(name="runs_migrating", commands=_COMMANDS_SQL))
+        conn.execute("INSERT INTO runs_migrating SELECT * FROM runs")
+        conn.execute("DROP TABLE runs")
+        conn.execute("ALTER TABLE runs_migrating RENAME TO runs")
+        conn.execute("CREATE INDEX IF NOT EXISTS runs_command_time ON runs (command, time)")
+
+
 class LogStore:
     """The run log. Opens (and creates) the database lazily; each call is its own transaction."""
 
@@ -171,6 +189,7 @@ class LogStore:
                 os.chmod(self.path, 0o600)
             conn.row_factory = sqlite3.Row
             conn.executescript(SCHEMA)
+            _allow_new_commands(conn)
             return conn
         except sqlite3.DatabaseError as exc:
             raise InputFileError(f"not a usable advisor log ({exc}); move it away or set VLLM_ADVISOR_HOME", source=str(self.path)) from None

@@ -128,3 +128,21 @@ def test_schema_is_what_the_chat_will_share(store):
     with sqlite3.connect(store.path) as conn:
         cols = [r[1] for r in conn.execute("PRAGMA table_info(runs)")]
     assert cols == ["id", "time", "command", "question", "inputs", "output", "findings", "sources", "duration_ms", "llm_used", "error"]
+
+
+def test_a_log_from_before_bench_runs_is_migrated_with_its_rows(tmp_path):
+    """Logs written before `probe bench` was logged check command IN ('ask','memo','chat')."""
+    path = tmp_path / "advisor.db"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(
+            "CREATE TABLE runs (id INTEGER PRIMARY KEY AUTOINCREMENT, time TEXT NOT NULL, command TEXT NOT NULL "
+            "CHECK (command IN ('ask', 'memo', 'chat')), question TEXT, inputs TEXT NOT NULL DEFAULT '{}', output TEXT, "
+            "findings TEXT NOT NULL DEFAULT '[]', sources TEXT NOT NULL DEFAULT '[]', duration_ms INTEGER, "
+            "llm_used INTEGER NOT NULL DEFAULT 0, error TEXT);"
+            "INSERT INTO runs (time, command, question) VALUES ('2026-12-01T00:00:00+00:00', 'ask', 'kept?');"
+        )
+    store = LogStore(path)
+    new_id = store.record("bench", inputs={"base_url": "http://x", "api_key": "sk-abcdefghijklmnop"}, output="results: r.jsonl")
+    runs = store.list()
+    assert [(r.command, r.question) for r in runs] == [("bench", None), ("ask", "kept?")]
+    assert new_id == 2 and store.get(2).inputs["api_key"] == REDACTED

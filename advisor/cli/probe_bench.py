@@ -11,7 +11,8 @@ from pathlib import Path
 
 import click
 
-from ..errors import UsageError
+from ..errors import AdvisorError, UsageError
+from .ask import elapsed_ms, record_run
 from .output import console, emit_json, json_option
 
 
@@ -33,6 +34,18 @@ def _rate(value: str) -> float:
     if rate <= 0 or math.isnan(rate):
         raise UsageError("--request-rate must be positive (or inf)")
     return rate
+
+
+def _log_summary(output: Path, runs, interrupted: bool) -> str:
+    """What the log keeps of a run: where the results are and one line per load point."""
+    lines = [f"results: {output}" + (" (interrupted)" if interrupted else "")]
+    for run in runs:
+        ttft = run.ttft_ms.median if run.ttft_ms else None
+        tpot = run.tpot_ms.median if run.tpot_ms else None
+        lines.append(f"{run.load_label}: {run.completed}/{(run.completed or 0) + (run.failed or 0)} ok, "
+                     f"TTFT p50 {ttft:.0f} ms, TPOT p50 {tpot:.1f} ms, {run.output_throughput_tok_s or 0:.0f} output tok/s"
+                     if ttft is not None and tpot is not None else f"{run.load_label}: {run.completed} ok")
+    return "\n".join(lines)
 
 
 class _ProgressReporter:
@@ -81,9 +94,10 @@ class _ProgressReporter:
 @click.option("--timeout", type=click.FloatRange(min=1), default=600.0, show_default=True, help="Seconds one request may take.")
 @click.option("--api-key-env", default="OPENAI_API_KEY", show_default=True, metavar="NAME", help="Environment variable holding the server's API key (never printed or saved).")
 @click.option("-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Result file (JSON Lines, one load point per line). [default: bench-DATE-TIME.jsonl]")
+@click.option("--no-log", is_flag=True, help="Do not record this run in the local log (see `vllm-advisor logs`).")
 @json_option
 def bench_cmd(url, input_len, output_len, concurrency, request_rate, num_prompts, shared_prefix_len, seed, endpoint,
-              model, ignore_eos, metrics_url, no_metrics, metrics_interval, timeout, api_key_env, output, as_json) -> None:
+              model, ignore_eos, metrics_url, no_metrics, metrics_interval, timeout, api_key_env, output, no_log, as_json) -> None:
     """Load a running server with streaming requests and record both sides.
 
     \b
@@ -146,10 +160,18 @@ def bench_cmd(url, input_len, output_len, concurrency, request_rate, num_prompts
     if not as_json:
         console().print(f"seed {spec.seed} · {spec.input_len} in / {spec.output_len} out tokens · "
                         f"{endpoint} · results -> {output}")
-    with progress:
-        points, model_name, _ = asyncio.run(run_sweep(spec, reporter=_ProgressReporter(progress), on_point=save))
+    started = time.perf_counter()
+    log_inputs = {**spec.model_dump(mode="json", exclude={"api_key"}), "api_key_env": api_key_env, "output": str(output)}
+    try:
+        with progress:
+            points, model_name, _ = asyncio.run(run_sweep(spec, reporter=_ProgressReporter(progress), on_point=save))
+    except AdvisorError as exc:
+        record_run("bench", enabled=not no_log, inputs=log_inputs, duration_ms=elapsed_ms(started), error=exc.one_line())
+        raise
     runs = runs_from_records(records, str(output))
     interrupted = any(p.interrupted for p in points) or len(points) < len(spec.concurrencies)
+    record_run("bench", enabled=not no_log, inputs=log_inputs, output=_log_summary(output, runs, interrupted),
+               duration_ms=elapsed_ms(started))
     if as_json:
         emit_json({"output": str(output), "seed": spec.seed, "model": model_name, "interrupted": interrupted, "runs": runs})
     else:

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -19,6 +20,8 @@ from .server import installed
 
 ENABLED = os.environ.get("VLLM_ADVISOR_REAL") == "1"
 ADVISOR = str(Path(sys.executable).parent / "vllm-advisor")
+#: the advisor's run log for this session (never the user's own)
+ADVISOR_HOME = tempfile.mkdtemp(prefix="vllm-advisor-home-")
 
 
 def pytest_collection_modifyitems(config, items):
@@ -40,7 +43,7 @@ def _require_vllm() -> None:
 def run_advisor(*args: str, timeout: float = 300, env: dict | None = None, check: bool = True) -> subprocess.CompletedProcess:
     """Run the installed ``vllm-advisor`` like a user would; every call bounded in time."""
     proc = subprocess.run([ADVISOR, *args], capture_output=True, text=True, timeout=timeout,
-                          env={**os.environ, "COLUMNS": "200", **(env or {})})
+                          env={**os.environ, "COLUMNS": "200", "VLLM_ADVISOR_HOME": ADVISOR_HOME, **(env or {})})
     if check and proc.returncode != 0:
         raise AssertionError(f"vllm-advisor {' '.join(args)} exited {proc.returncode}:\n{proc.stderr[-3000:]}")
     return proc

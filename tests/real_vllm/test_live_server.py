@@ -20,7 +20,7 @@ import pytest
 from vllm_advisor.probe.bench import load_runs
 from vllm_advisor.probe.metrics import summarize_window
 
-from .conftest import ADVISOR, ENABLED, advisor_json, run_advisor
+from .conftest import ADVISOR, ADVISOR_HOME, ENABLED, advisor_json, run_advisor
 from .server import VENV, MODEL_DIR, SERVED_NAME, VllmServer
 
 INPUT_LEN = 6000
@@ -145,7 +145,8 @@ def test_ctrl_c_keeps_finished_requests(server, tmp_path):
     before = _finished_requests(server)
     proc = subprocess.Popen([ADVISOR, "probe", "bench", server.base_url, "--input-len", "1000", "--output-len", "64",
                              "--concurrency", "1", "--num-prompts", "200", "-o", str(out)],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                            env={**os.environ, "VLLM_ADVISOR_HOME": ADVISOR_HOME})
     deadline = time.monotonic() + 120
     while _finished_requests(server) < before + 3:  # the server itself says some requests finished
         assert proc.poll() is None and time.monotonic() < deadline, "probe bench ended or never started sending"
@@ -158,6 +159,10 @@ def test_ctrl_c_keeps_finished_requests(server, tmp_path):
     assert 3 <= run.completed < 200
     assert run.metadata["probe_bench"]["interrupted"] is True
     assert not run.failed_checks()
+    logged = [e for e in advisor_json("logs", "--command", "bench") if e["inputs"]["output"] == str(out)]
+    assert len(logged) == 1  # the run is in the log, marked interrupted, with a line per load point
+    entry = advisor_json("logs", "show", str(logged[0]["id"]))
+    assert entry["output"].startswith(f"results: {out} (interrupted)\nc=1: ")
 
 
 def test_ask_with_the_server_as_llm_falls_back_with_a_note(server, long_input_result):
