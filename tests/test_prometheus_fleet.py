@@ -40,8 +40,10 @@ from vllm_advisor.probe.metrics import parse_metrics_text, summarize_window
 from vllm_advisor.probe.metrics.prometheus import (
     PROMETHEUS_TOKEN_ENV,
     PrometheusFleet,
+    _matrix,
     choose_step,
     fetch_prometheus,
+    fleet_from_matrix,
     fleet_windows,
     parse_duration,
     parse_selector,
@@ -52,6 +54,7 @@ from vllm_advisor.probe.metrics.fleet import (
     RangeSeries,
     TypeResolver,
     build_snapshots,
+    instance_text,
     sum_fleet,
 )
 from vllm_advisor.probe.metrics.window import compute_window, histogram_quantile
@@ -423,6 +426,115 @@ def test_fleet_sum_with_late_and_gappy_instances_equals_the_instances(fixtures_d
     assert _one(fleet, "vllm:num_requests_waiting").max == 7
     assert "vllm:num_requests_running" not in fleet_snaps[3].families
     assert "vllm:prompt_tokens" in fleet_snaps[3].families
+
+
+# ---------------------------------------------------------------------------------------------
+# the windows are computed straight from the series (no per-step snapshots): identical to the snapshot path
+
+
+def _snapshot_path(
+    series: list[RangeSeries], resolver: TypeResolver, stamps: list[float], shown: str
+) -> tuple[dict[tuple[str, str], MetricsWindow], MetricsWindow]:
+    """The windows as fetch_prometheus computed them before: build_snapshots, then compute_window, then the
+    notes each window gets (build notes, steps present; the fleet's summing notes are checked elsewhere)."""
+    grouped: dict[tuple[str, str], list[RangeSeries]] = {}
+    for s in series:
+        grouped.setdefault((s.labels.get("job", ""), s.labels.get("instance", "")), []).append(s)
+    instances = {}
+    for key, own in grouped.items():
+        snaps, notes = build_snapshots(own, resolver, stamps, f"{shown} · {instance_text(key)}", INSTANCE_LABELS)
+        window = compute_window(snaps)
+        window.notes.extend(notes)
+        if len(snaps) < len(stamps):
+            window.notes.append(f"samples at {len(snaps)} of {len(stamps)} steps (instance down or not yet scraped at the others)")
+        instances[key] = window
+    summed = sum_fleet(series, resolver, len(stamps))
+    snaps, notes = build_snapshots(summed.series, resolver, stamps, f"{shown} · fleet of {len(grouped)} instance(s), summed", TARGET_LABELS)
+    fleet = compute_window(snaps)
+    fleet.notes.extend(notes)
+    fleet.notes.extend(summed.notes)
+    return instances, fleet
+
+
+def _assert_same_windows(fleet: PrometheusFleet, instances: dict[tuple[str, str], MetricsWindow], summed: MetricsWindow) -> None:
+    assert {(i.job, i.instance) for i in fleet.instances} == set(instances)
+    for got in fleet.instances:
+        assert got.window == instances[(got.job, got.instance)], got.instance
+    # the fleet window adds the summing rule and a note on running/waiting totals after the same notes
+    assert fleet.fleet.notes[: len(summed.notes)] == summed.notes
+    assert fleet.fleet.model_copy(update={"notes": summed.notes, "instances": 1}) == summed
+    assert fleet.fleet.instances == len(instances)
+
+
+def _as_matrix(series: list[RangeSeries], stamps: list[float]) -> dict:
+    """The ``data`` of a query_range answer holding these series, values written as Prometheus writes them."""
+    return {
+        "resultType": "matrix",
+        "result": [
+            {"metric": {"__name__": s.name, **s.labels}, "values": [[stamps[i], repr(v)] for i, v in sorted(s.values.items())]}
+            for s in series
+        ],
+    }
+
+
+def test_fleet_from_matrix_equals_the_snapshot_path_on_real_dumps(fixtures_dir: Path, shared_dir: Path) -> None:
+    """Three instances of real dumps on a 6-step grid: "a" restarts and misses step 3, "e" joins at step 2 and
+    misses 3 and 4, "old" is an early-V1 server (vllm:gpu_cache_usage_perc, a legacy name) at steps 0 and 5.
+    Every window must equal what build_snapshots + compute_window give, notes and series order included."""
+    a = {0: "A_07a_before_bench_in6000_c8.txt", 1: "A_07b_after_bench_in6000_c8.txt", 2: "A_08_during_bench_in6000_c8.txt",
+         4: "A_00_fresh_no_requests.txt", 5: "A_01_after_3_smoke_requests.txt"}
+    e = {2: "E_01_during_bench_in6000_c8_kv-pressure.txt", 5: "E_02_after_bench_in6000_c8.txt"}
+    old_text = (shared_dir / "fixtures/real-metrics/production-stack-issue318_vllm-v1-early2025_qwen25coder32b_excerpt.txt").read_text()
+    old = parse_metrics_text(old_text, source="issue318")
+    series = _range_series(("vllm", "a:8000"), {i: _snap(fixtures_dir, n) for i, n in a.items()})
+    series += _range_series(("vllm", "e:8000"), {i: _snap(fixtures_dir, n) for i, n in e.items()})
+    series += _range_series(("vllm", "old:8000"), {0: old, 5: old})
+    stamps = [1000.0 + 15 * i for i in range(6)]
+    url = "http://prometheus.test:9090"
+    metadata = {}  # types inferred from the names, as with a Prometheus that has no metadata for them
+
+    fleet = fleet_from_matrix(_as_matrix(series, stamps), metadata, url=url, start=stamps[0], end=stamps[-1], step=15.0)
+    instances, summed = _snapshot_path(series, TypeResolver.for_series(series, metadata), stamps, url)
+    _assert_same_windows(fleet, instances, summed)
+
+    assert fleet.query.points_per_series == 6 and fleet.query.num_series == len(series)
+    assert fleet.query.types_from == "inferred"
+    by_instance = {i.instance: i.window for i in fleet.instances}
+    assert _engine(by_instance["a:8000"])["requests_finished_total"] == 35  # 32 before the restart, 3 after
+    assert _engine(by_instance["e:8000"])["requests_finished_total"] == 32 - 6
+    assert any("reset during the window" in n for n in by_instance["a:8000"].notes)
+    assert "samples at 5 of 6 steps" in by_instance["a:8000"].notes[-1]
+    assert any("vllm:gpu_cache_usage_perc -> vllm:kv_cache_usage_perc" in n for n in by_instance["old:8000"].notes)
+    assert _one(by_instance["old:8000"], "vllm:kv_cache_usage_perc").labels == {"model_name": "Qwen/Qwen2.5-Coder-32B-Instruct"}
+    # the fleet: a's 35 + e's 26 finished requests (old exports no request counters); one engine per model
+    engines = {eng["model_name"]: eng for eng in summarize_window(fleet.fleet)["engines"]}
+    assert engines["tiny-qwen2"]["requests_finished_total"] == 61
+    assert engines["tiny-qwen2"]["preemptions"] == 31 - 6
+    assert any("ignored deprecated vllm:gpu_cache_usage_perc" in n for n in fleet.fleet.notes)
+
+
+def test_fetch_prometheus_equals_the_snapshot_path(scenario: Scenario) -> None:
+    """The windows of the real Prometheus answer (two instances, a restart) are those the snapshot path gives
+    for the same query_range answer."""
+    q = scenario.fleet.query
+    data = scenario.prom.api("/api/v1/query_range", query=q.query, start=f"{q.start:.3f}", end=f"{q.end:.3f}", step=f"{q.step_s:g}")
+    raw = scenario.prom.api("/api/v1/metadata")
+    metadata = {name: entries[0]["type"] for name, entries in raw.items() if name.startswith("vllm:")}
+    series = _matrix(data, "test", q.start, q.step_s, q.points_per_series)
+    stamps = [q.start + i * q.step_s for i in range(q.points_per_series)]
+    instances, summed = _snapshot_path(series, TypeResolver.for_series(series, metadata), stamps, q.url)
+    _assert_same_windows(scenario.fleet, instances, summed)
+    assert _engine(summed)["requests_finished_total"] == 67
+
+
+def test_fleet_from_matrix_rejects_what_is_not_a_matrix() -> None:
+    common = {"url": "http://prometheus.test:9090", "start": 1000.0, "end": 1090.0, "step": 15.0}
+    with pytest.raises(EndpointError) as exc:
+        fleet_from_matrix({"resultType": "matrix", "result": []}, {}, **common)
+    assert _one_line(exc) == "http://prometheus.test:9090/api/v1/query_range: the matrix holds no vllm series"
+    with pytest.raises(EndpointError) as exc:
+        fleet_from_matrix({"resultType": "vector", "result": []}, {}, **common)
+    assert "answered resultType 'vector', expected a matrix" in _one_line(exc)
 
 
 def test_selector_narrows_to_one_instance(scenario: Scenario) -> None:

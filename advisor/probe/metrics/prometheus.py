@@ -3,8 +3,8 @@
 WHY: with many vLLM instances nobody scrapes each ``/metrics`` by hand; Prometheus already holds every
 instance's history. One ``GET /api/v1/query_range`` for the ``vllm:*`` series over the last ``since_s``
 seconds gives the same samples a ``watch`` would have taken, for every instance at once, so they are
-turned into :class:`MetricsSnapshot` lists (see :mod:`.fleet`) and summarised with the existing
-:func:`~.window.compute_window`.
+read step by step the way :func:`~.window.compute_window` reads snapshots (see :mod:`.fleet`) and
+summarised by the same window math. :func:`fleet_from_matrix` does that for an answer already in hand.
 
 Counter resets are found per step: a drop, or a change of the ``*_created`` time vLLM exports next to
 each counter and histogram, so a restart between two steps is caught even when the counter has climbed
@@ -43,13 +43,13 @@ from .fleet import (
     InstanceKey,
     RangeSeries,
     TypeResolver,
-    build_snapshots,
     instance_of,
     instance_text,
+    step_values,
     sum_fleet,
 )
 from .scrape import _connect_failure, _is_tls_failure, display_url, make_client, read_bounded
-from .window import compute_window
+from .window import window_from_steps
 
 #: environment variable holding a bearer token for Prometheus when none is passed explicitly
 PROMETHEUS_TOKEN_ENV = "VLLM_ADVISOR_PROMETHEUS_TOKEN"
@@ -157,12 +157,64 @@ def fetch_prometheus(
     finally:
         api.close()
     notes.extend(f"Prometheus warning: {w}" for w in warnings)
+    return _fleet_from_series(
+        series, meta, shown=shown, query=query, selector=selector, start=start_t, end=end_t, since=since,
+        step=step, num_points=num_points, metadata_asked=metadata, notes=notes,
+    )
 
+
+def fleet_from_matrix(
+    data: Any,
+    metadata: dict[str, str],
+    *,
+    url: str,
+    start: float,
+    end: float,
+    step: float,
+    query: str = "{" + VLLM_NAME_MATCHER + "}",
+    selector: str | None = None,
+) -> PrometheusFleet:
+    """The fleet from a ``query_range`` answer already in hand: ``data`` is the answer's ``data`` object
+    (``{"resultType": "matrix", "result": [...]}``), ``metadata`` family name -> type as
+    ``/api/v1/metadata`` gives it ({} infers every type from the names).
+
+    WHY separate from :func:`fetch_prometheus`: the conversion (matrix -> per-step values -> windows) is the
+    costly part for a large fleet and is timed and tested without a server; ``fetch_prometheus`` runs
+    exactly this after its two GETs. ``start``/``end``/``step`` are the query's (unix seconds).
+    """
+    shown = display_url(url)
+    since = _positive_seconds(round(end - start, 3), "end - start")
+    step = _positive_seconds(step, "step")
+    num_points = int(math.floor(since / step + 1e-9)) + 1
+    series = _matrix(data, shown + "/api/v1/query_range", start, step, num_points)
+    if not series:
+        raise EndpointError("the matrix holds no vllm series", source=shown + "/api/v1/query_range")
+    return _fleet_from_series(
+        series, metadata, shown=shown, query=query, selector=selector, start=start, end=end, since=since,
+        step=step, num_points=num_points, metadata_asked=True, notes=[],
+    )
+
+
+def _fleet_from_series(
+    series: list[RangeSeries],
+    meta: dict[str, str],
+    *,
+    shown: str,
+    query: str,
+    selector: str | None,
+    start: float,
+    end: float,
+    since: float,
+    step: float,
+    num_points: int,
+    metadata_asked: bool,
+    notes: list[str],
+) -> PrometheusFleet:
     resolver = TypeResolver.for_series(series, meta)
     for s in series:
         resolver.kind(s.name)
-    types_from = _types_note(resolver, metadata, bool(meta), notes)
-    timestamps = [start_t + i * step for i in range(num_points)]
+    types_from = _types_note(resolver, metadata_asked, bool(meta), notes)
+    timestamps = [start + i * step for i in range(num_points)]
 
     instances = _instance_windows(series, resolver, timestamps, shown)
     fleet_window = _fleet_window(series, resolver, timestamps, shown, len(instances))
@@ -170,8 +222,8 @@ def fetch_prometheus(
         url=shown,
         query=query,
         selector=selector,
-        start=start_t,
-        end=end_t,
+        start=start,
+        end=end,
         since_s=since,
         step_s=step,
         points_per_series=num_points,
@@ -518,10 +570,10 @@ def _instance_windows(
     for key in sorted(grouped):
         job, instance = key
         source = f"{shown} · {instance_text(key)}"
-        snapshots, notes = build_snapshots(grouped[key], resolver, timestamps, source, INSTANCE_LABELS)
-        window = compute_window(snapshots)
+        steps, stamps, notes = step_values(grouped[key], resolver, timestamps, INSTANCE_LABELS)
+        window = window_from_steps(steps, [source] * len(steps), stamps)
         window.notes.extend(notes)
-        present = len(snapshots)
+        present = len(steps)
         if present < len(timestamps):
             window.notes.append(f"samples at {present} of {len(timestamps)} steps (instance down or not yet scraped at the others)")
         out.append(InstanceWindow(job=job, instance=instance, num_series=len(grouped[key]), window=window))
@@ -533,8 +585,8 @@ def _fleet_window(
 ) -> MetricsWindow:
     summed = sum_fleet(series, resolver, len(timestamps))
     source = f"{shown} · fleet of {num_instances} instance(s), summed"
-    snapshots, notes = build_snapshots(summed.series, resolver, timestamps, source, TARGET_LABELS)
-    window = compute_window(snapshots)
+    steps, stamps, notes = step_values(summed.series, resolver, timestamps, TARGET_LABELS)
+    window = window_from_steps(steps, [source] * len(steps), stamps)
     window.instances = max(1, num_instances)
     window.notes.extend(notes)
     window.notes.extend(summed.notes)

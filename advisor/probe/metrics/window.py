@@ -43,25 +43,46 @@ def compute_window(snapshots: Sequence[MetricsSnapshot]) -> MetricsWindow:
         raise InputFileError("no metrics snapshots to compare (need at least one, ideally two or more)")
     notes: list[str] = []
     snaps = _ordered(list(snapshots), notes)
-    first, last = snaps[0], snaps[-1]
+    return window_from_steps(
+        [_extract(s) for s in snaps], [s.source for s in snaps], [s.timestamp for s in snaps], notes
+    )
 
-    sources = list(dict.fromkeys(s.source for s in snaps))
-    source = sources[0] if len(sources) == 1 else f"{sources[0]} .. {sources[-1]}"
-    if len(sources) > 1:
-        notes.append(f"snapshots come from {len(sources)} sources; read as one server over time")
-    if len(snaps) == 1:
+
+def window_from_steps(
+    extracted: Sequence[StepValues],
+    sources: Sequence[str],
+    timestamps: Sequence[float | None],
+    notes: list[str] | None = None,
+) -> MetricsWindow:
+    """:func:`compute_window` once each snapshot has been read into :class:`StepValues` (in time order;
+    ``sources``/``timestamps`` one per step; ``notes`` to continue, e.g. the ordering note).
+
+    WHY: a caller holding series rather than scrapes (a Prometheus range query: one value per series per
+    step) fills ``StepValues`` straight from them instead of building one pydantic sample per series per
+    step only for :func:`compute_window` to read them back; the window math stays this one function.
+    """
+    if not extracted:
+        raise InputFileError("no metrics snapshots to compare (need at least one, ideally two or more)")
+    notes = [] if notes is None else notes
+    first_t, last_t = timestamps[0], timestamps[-1]
+
+    distinct = list(dict.fromkeys(sources))
+    source = distinct[0] if len(distinct) == 1 else f"{distinct[0]} .. {distinct[-1]}"
+    if len(distinct) > 1:
+        notes.append(f"snapshots come from {len(distinct)} sources; read as one server over time")
+    if len(extracted) == 1:
         notes.append("single snapshot: counters and histograms are totals since the server started; no rates")
 
     duration = None
-    if len(snaps) > 1:
-        if first.timestamp is None or last.timestamp is None:
+    if len(extracted) > 1:
+        if first_t is None or last_t is None:
             notes.append("snapshots have no timestamps: increases computed, rates per second not")
-        elif last.timestamp - first.timestamp <= 0:
+        elif last_t - first_t <= 0:
             notes.append("first and last snapshot have the same timestamp: no rates")
         else:
-            duration = last.timestamp - first.timestamp
+            duration = last_t - first_t
 
-    extracted = [_extract(s) for s in snaps]
+    extracted = list(extracted)
     series: list[SeriesWindow] = []
     counters = _CounterStats()
     series += _counter_windows(extracted, duration, counters)
@@ -72,10 +93,10 @@ def compute_window(snapshots: Sequence[MetricsSnapshot]) -> MetricsWindow:
 
     return MetricsWindow(
         source=source,
-        start=first.timestamp,
-        end=last.timestamp,
+        start=first_t,
+        end=last_t,
         duration_s=duration,
-        num_snapshots=len(snaps),
+        num_snapshots=len(extracted),
         series=series,
         notes=notes,
     )
@@ -86,7 +107,9 @@ def compute_window(snapshots: Sequence[MetricsSnapshot]) -> MetricsWindow:
 
 
 @dataclass
-class _Hist:
+class StepDistribution:
+    """One histogram (buckets by upper bound) or summary (quantiles) series at one step, with _sum/_count."""
+
     buckets: dict[float, float] = field(default_factory=dict)
     sum: float | None = None
     count: float | None = None
@@ -94,12 +117,16 @@ class _Hist:
 
 
 @dataclass
-class _Extract:
+class StepValues:
+    """One snapshot's values keyed by series ``(canonical family, labels without le/quantile)``: what the
+    window math reads. ``types``: family -> type; ``created``: the ``X_created`` time of counter or
+    histogram series ``X`` (reset detection)."""
+
     types: dict[str, str] = field(default_factory=dict)
     counters: dict[SeriesKey, float] = field(default_factory=dict)
     gauges: dict[SeriesKey, float] = field(default_factory=dict)
-    hists: dict[SeriesKey, _Hist] = field(default_factory=dict)
-    summaries: dict[SeriesKey, _Hist] = field(default_factory=dict)
+    hists: dict[SeriesKey, StepDistribution] = field(default_factory=dict)
+    summaries: dict[SeriesKey, StepDistribution] = field(default_factory=dict)
     created: dict[SeriesKey, float] = field(default_factory=dict)
 
 
@@ -107,8 +134,8 @@ def _labels_key(labels: dict[str, str]) -> LabelsKey:
     return tuple(sorted((k, v) for k, v in labels.items() if k not in _SERIES_LABELS_DROPPED))
 
 
-def _extract(snap: MetricsSnapshot) -> _Extract:
-    out = _Extract()
+def _extract(snap: MetricsSnapshot) -> StepValues:
+    out = StepValues()
     for name, fam in snap.families.items():
         if fam.type == "gauge" and name.endswith("_created") and name[: -len("_created")] in snap.families:
             base = name[: -len("_created")]
@@ -130,7 +157,7 @@ def _extract(snap: MetricsSnapshot) -> _Extract:
     return out
 
 
-def _extract_distribution(fam: MetricFamily, into: dict[SeriesKey, _Hist]) -> None:
+def _extract_distribution(fam: MetricFamily, into: dict[SeriesKey, StepDistribution]) -> None:
     """Histogram buckets or summary quantiles, with their _sum and _count, per series."""
     prefix = fam.original_name
     for s in fam.samples:
@@ -138,7 +165,7 @@ def _extract_distribution(fam: MetricFamily, into: dict[SeriesKey, _Hist]) -> No
         key = (fam.name, _labels_key(s.labels))
         h = into.get(key)
         if h is None:
-            h = into[key] = _Hist()
+            h = into[key] = StepDistribution()
         try:
             if suffix == "_bucket":
                 h.buckets[float(s.labels.get("le", "nan"))] = s.value
@@ -194,7 +221,7 @@ def _increase(values: list[float | None], resets_at: set[int]) -> float:
     return total
 
 
-def _reset_points(key: SeriesKey, ex: list[_Extract], cumulative: list[float | None]) -> set[int]:
+def _reset_points(key: SeriesKey, ex: list[StepValues], cumulative: list[float | None]) -> set[int]:
     """Snapshot indices where the series restarted: value dropped, or its ``_created`` time changed."""
     out: set[int] = set()
     prev_v: float | None = None
@@ -210,7 +237,7 @@ def _reset_points(key: SeriesKey, ex: list[_Extract], cumulative: list[float | N
     return out
 
 
-def _counter_windows(ex: list[_Extract], duration: float | None, stats: _CounterStats) -> list[SeriesWindow]:
+def _counter_windows(ex: list[StepValues], duration: float | None, stats: _CounterStats) -> list[SeriesWindow]:
     out = []
     for key in _keys_in_order(e.counters for e in ex):
         values = [e.counters.get(key) for e in ex]
@@ -233,7 +260,7 @@ def _counter_windows(ex: list[_Extract], duration: float | None, stats: _Counter
     return out
 
 
-def _gauge_windows(ex: list[_Extract]) -> list[SeriesWindow]:
+def _gauge_windows(ex: list[StepValues]) -> list[SeriesWindow]:
     out = []
     for key in _keys_in_order(e.gauges for e in ex):
         present = np.array([e.gauges[key] for e in ex if key in e.gauges], dtype=float)
@@ -253,7 +280,7 @@ def _gauge_windows(ex: list[_Extract]) -> list[SeriesWindow]:
     return out
 
 
-def _histogram_windows(ex: list[_Extract], stats: _CounterStats, notes: list[str]) -> list[SeriesWindow]:
+def _histogram_windows(ex: list[StepValues], stats: _CounterStats, notes: list[str]) -> list[SeriesWindow]:
     out = []
     synthesized_inf: set[str] = set()
     for key in _keys_in_order(e.hists for e in ex):
@@ -311,7 +338,7 @@ def _histogram_windows(ex: list[_Extract], stats: _CounterStats, notes: list[str
     return out
 
 
-def _summary_windows(ex: list[_Extract], stats: _CounterStats) -> list[SeriesWindow]:
+def _summary_windows(ex: list[StepValues], stats: _CounterStats) -> list[SeriesWindow]:
     out = []
     for key in _keys_in_order(e.summaries for e in ex):
         hists = [e.summaries.get(key) for e in ex]
@@ -425,11 +452,11 @@ def _last_present(values: list[float | None]) -> float | None:
     return None
 
 
-def _inf_bucket(h: _Hist | None) -> float | None:
+def _inf_bucket(h: StepDistribution | None) -> float | None:
     return None if h is None else h.buckets.get(math.inf)
 
 
-def _type_of(family: str, ex: list[_Extract]) -> str:
+def _type_of(family: str, ex: list[StepValues]) -> str:
     for e in reversed(ex):
         t = e.types.get(family)
         if t is not None:
