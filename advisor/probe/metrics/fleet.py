@@ -191,6 +191,18 @@ def instance_of(labels: dict[str, str]) -> InstanceKey:
 # series -> snapshots
 
 
+def _kept_series(series: list[RangeSeries], resolver: TypeResolver, drop_labels: Iterable[str], notes: list[str]):
+    """(series, its kind, its canonical family, its labels without ``drop_labels``) for every series
+    whose family is kept (a legacy name read under the current one, duplicates skipped, in ``notes``)."""
+    drop = tuple(drop_labels)
+    chosen = _canonical_families({resolver.kind(s.name).family for s in series}, notes)
+    for s in series:
+        kind = resolver.kind(s.name)
+        canon = chosen.get(kind.family)
+        if canon is not None:
+            yield s, kind, canon, {k: v for k, v in s.labels.items() if k not in drop}
+
+
 def build_snapshots(
     series: list[RangeSeries],
     resolver: TypeResolver,
@@ -203,16 +215,7 @@ def build_snapshots(
     Returns the snapshots and notes (legacy names read under current ones, duplicates ignored).
     """
     notes: list[str] = []
-    drop = tuple(drop_labels)
-    chosen = _canonical_families({resolver.kind(s.name).family for s in series}, notes)
-    prepared: list[tuple[RangeSeries, str, str, MetricType, dict[str, str]]] = []
-    for s in series:
-        kind = resolver.kind(s.name)
-        canon = chosen.get(kind.family)
-        if canon is None:
-            continue
-        labels = {k: v for k, v in s.labels.items() if k not in drop}
-        prepared.append((s, canon, kind.family, kind.type, labels))
+    prepared = [(s, canon, kind.family, kind.type, labels) for s, kind, canon, labels in _kept_series(series, resolver, drop_labels, notes)]
 
     snapshots: list[MetricsSnapshot] = []
     # a series whose value did not change since the previous step reuses that step's sample object
@@ -273,15 +276,8 @@ def step_values(
     (series order included) are identical; tests compare the two paths on real dumps.
     """
     notes: list[str] = []
-    drop = tuple(drop_labels)
-    chosen = _canonical_families({resolver.kind(s.name).family for s in series}, notes)
     prepared: list[_Prepared] = []
-    for s in series:
-        kind = resolver.kind(s.name)
-        canon = chosen.get(kind.family)
-        if canon is None:
-            continue
-        labels = {k: v for k, v in s.labels.items() if k not in drop}
+    for s, kind, canon, labels in _kept_series(series, resolver, drop_labels, notes):
         key = labels_key(labels, _WINDOW_DROPPED)
         suffix = s.name[len(kind.family) :] if s.name.startswith(kind.family) else ""
         prepared.append(
