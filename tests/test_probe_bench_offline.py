@@ -45,6 +45,10 @@ def test_kv_admission_rule_on_real_kv_pressure_dumps(kv_pressure_dumps):
     fits = next(e for e in kv.evidence if e.label == "requests the KV cache holds at this length")
     assert fits.value == pytest.approx(100 / 50.5, abs=0.05)  # one running request held half the cache
     assert "7 waited" in fits.detail
+    # the server's own histograms: most of its TTFT was time in the queue (E run: TTFT ~3 s at c=8)
+    queueing = next(f for f in diagnosis.findings if f.cause == "queueing")
+    share = next(e for e in queueing.evidence if e.label == "share of TTFT spent queued on the server")
+    assert share.value >= 50 and "vllm:request_queue_time_seconds" in share.detail
 
 
 def _result_line(fixtures_dir: Path, **block) -> dict:

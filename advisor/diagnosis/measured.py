@@ -133,6 +133,7 @@ def _metrics(inputs: DiagnosisInputs, board: Board) -> None:
                     board.add("kv_capacity", 1.0, m("requests waiting while KV is full", waiting))
             if waiting and running and kv and (summary.get("instances") or 1) == 1:
                 _kv_admission(board, m, kv, running, waiting)
+            _queue_share(board, m, eng.get("queue_time_s") or {}, eng.get("ttft_s") or {})
             if eng.get("preemptions"):
                 board.add("preemption", 3.0, m("vllm:num_preemptions_total increase", eng["preemptions"]))
             hit = eng.get("prefix_cache_hit_rate_pct")
@@ -143,6 +144,19 @@ def _metrics(inputs: DiagnosisInputs, board: Board) -> None:
             if running and seqs and running >= seqs * instances and waiting:
                 limit = f"max_num_seqs {seqs}" + (f" x {instances} instances" if instances > 1 else "")
                 board.add("max_num_seqs_limit", 2.0, m("vllm:num_requests_running max", running, detail=f"= {limit} with requests waiting"))
+
+
+def _queue_share(board: Board, m, queue: dict, ttft: dict) -> None:
+    """How much of the server's TTFT was spent waiting in its queue (both from the server's own
+    histograms over the same window): TTFT = queue + prefill (+ first decode step), so a large share
+    means requests wait for admission rather than compute slowly."""
+    if not queue.get("avg") or not ttft.get("avg") or not queue.get("count"):
+        return
+    share = min(1.0, queue["avg"] / ttft["avg"])
+    if share < 0.25:
+        return
+    detail = f"queue {queue['avg'] * 1e3:,.0f} ms of TTFT {ttft['avg'] * 1e3:,.0f} ms (averages of vllm:request_queue_time_seconds and vllm:time_to_first_token_seconds)"
+    board.add("queueing", 2.0 if share >= 0.5 else 1.0, m("share of TTFT spent queued on the server", round(share * 100), "%", detail=detail))
 
 
 def _kv_admission(board: Board, m, kv_max_pct: float, running_max: float, waiting_max: float) -> None:
