@@ -144,7 +144,10 @@ async def run_load_point(
             await asyncio.gather(*tasks, return_exceptions=True)
         duration = time.perf_counter() - start
         if sampler:
-            await sampler.stop()
+            try:
+                await sampler.stop()
+            except asyncio.CancelledError:  # Ctrl-C during the last scrape: keep the requests anyway
+                interrupted = True
 
     point = LoadPoint(
         concurrency=concurrency,
