@@ -135,7 +135,8 @@ def test_watch_saves_snapshots_that_probe_metrics_reads(tmp_path, fixtures_dir):
     server = _MetricsServer([p.read_text() for p in dumps])
     out = tmp_path / "watch.jsonl"
     try:
-        result = run("probe", "watch", server.url, "--duration", "0.6", "--interval", "0.25", "-o", str(out), "--json")
+        # 3 s for >= 3 scrapes: parsing a real dump takes ~0.2 s, more on a loaded 2-core machine
+        result = run("probe", "watch", server.url, "--duration", "3", "--interval", "0.25", "-o", str(out), "--json")
     finally:
         server.close()
     assert result.exit_code == 0, result.output
