@@ -172,3 +172,26 @@ def test_a_server_that_answers_badly_is_a_failed_request_not_a_crash(status, bod
 
     record = asyncio.run(go())
     assert not record.ok and record.error == error
+
+
+def test_prompts_without_a_tokenizer_are_estimates_with_a_note():
+    """A gateway that hides /tokenize: prompts are sized by characters, marked inexact, and the run
+    says so (input lengths then come from the server's usage report)."""
+    import random
+
+    import httpx
+
+    from vllm_advisor.probe.loadgen.prompts import PromptBuilder
+
+    seen = []
+
+    def handler(request: httpx.Request) -> httpx.Response:
+        seen.append(request.url.path)
+        return httpx.Response(404, json={"detail": "Not Found"})
+
+    with httpx.Client(transport=httpx.MockTransport(handler)) as client:
+        builder = PromptBuilder(client, "http://gateway", "m")
+        prompt = builder.build(1000, random.Random(3))
+    assert seen == ["/tokenize"]  # asked once, then never again
+    assert prompt.tokens is None and not prompt.exact and 3500 <= len(prompt.text) <= 4000
+    assert not builder.has_tokenizer and "no usable /tokenize" in builder.notes[0]

@@ -116,9 +116,11 @@ class PromptBuilder:
         """A prompt of ``length`` tokens (chat: counted with the template) that starts with ``prefix``."""
         self._calibrate(rng)
         if not self.has_tokenizer:
-            chars = int(length * _CHARS_PER_TOKEN_GUESS)
-            body = pseudo_words(rng, max(1, chars // 6))
-            return Prompt((prefix + body)[: max(chars, len(prefix) + 1)], None, False)
+            chars = max(int(length * _CHARS_PER_TOKEN_GUESS), len(prefix) + 1)
+            text = prefix
+            while len(text) < chars:
+                text += pseudo_words(rng, max(1, (chars - len(text)) // 4)) + " "
+            return Prompt(text[:chars].rstrip(), None, False)
         target = length - self._template_overhead
         if target <= 0:
             raise EndpointError(f"the chat template alone takes {self._template_overhead} tokens, more than --input-len {length}", source=self._root)
@@ -138,7 +140,7 @@ class PromptBuilder:
         if length <= 0:
             return ""
         if not self.has_tokenizer:
-            return pseudo_words(rng, max(1, int(length * _CHARS_PER_TOKEN_GUESS) // 6)) + "\n"
+            return self.build(length, rng).text + "\n"
         text, _ = self._exact(max(1, length - 1), rng, "")
         return text + "\n"
 
