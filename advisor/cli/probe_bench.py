@@ -26,14 +26,14 @@ def _int_list(value: str) -> list[int]:
     return items
 
 
-def _rate(value: str) -> float:
+def _rates(value: str) -> list[float]:
     try:
-        rate = float(value)
+        rates = [float(v) for v in value.replace(" ", "").split(",") if v]
     except ValueError:
-        raise UsageError(f"--request-rate expects a number of requests per second or 'inf', got {value!r}") from None
-    if rate <= 0 or math.isnan(rate):
+        raise UsageError(f"--request-rate expects requests per second or 'inf', comma-separated, got {value!r}") from None
+    if not rates or any(not rate > 0 for rate in rates):  # also refuses nan
         raise UsageError("--request-rate must be positive (or inf)")
-    return rate
+    return rates
 
 
 def _log_summary(output: Path, runs, interrupted: bool) -> str:
@@ -57,9 +57,10 @@ class _ProgressReporter:
         self.live = ""
         self.failed = 0
 
-    def preparing(self, concurrency: int, num_prompts: int) -> None:
+    def preparing(self, concurrency: int, num_prompts: int, request_rate: float = math.inf) -> None:
         self.failed = 0
-        self.task = self.progress.add_task(f"c={concurrency}", total=num_prompts, stage="preparing prompts", live="")
+        label = f"c={concurrency}" + ("" if math.isinf(request_rate) else f" rate={request_rate:g}/s")
+        self.task = self.progress.add_task(label, total=num_prompts, stage="preparing prompts", live="")
 
     def started(self, concurrency: int, num_prompts: int) -> None:
         self.progress.update(self.task, stage="running")
@@ -81,7 +82,7 @@ class _ProgressReporter:
 @click.option("--input-len", type=click.IntRange(min=1), required=True, help="Prompt length in tokens (exact when the server has /tokenize).")
 @click.option("--output-len", type=click.IntRange(min=1), required=True, help="Tokens generated per request.")
 @click.option("--concurrency", "concurrency", default="1", show_default=True, help="Concurrency levels, comma-separated: one load point each, e.g. 1,4,16.")
-@click.option("--request-rate", default="inf", show_default=True, help="Requests per second (Poisson arrivals) under the concurrency cap; inf = no pacing.")
+@click.option("--request-rate", default="inf", show_default=True, help="Requests per second (Poisson arrivals) under the concurrency cap; inf = no pacing. Several (2,4,8): one load point each, per concurrency.")
 @click.option("--num-prompts", type=click.IntRange(min=1), help="Requests per load point. [default: 4 x concurrency, at least 8]")
 @click.option("--shared-prefix-len", type=click.IntRange(min=0), default=0, show_default=True, help="Leading tokens all prompts of a load point share (exercises the prefix cache).")
 @click.option("--seed", type=int, help="Seed for prompts and arrivals. [default: fresh per run, so a warm prefix cache cannot flatter the figures]")
@@ -125,7 +126,7 @@ def bench_cmd(url, input_len, output_len, concurrency, request_rate, num_prompts
         raise UsageError(f"URL must start with http:// or https://, got {url!r}")
     spec_args = dict(
         base_url=url, endpoint=endpoint, model=model, input_len=input_len, output_len=output_len,
-        concurrencies=_int_list(concurrency), request_rate=_rate(request_rate), num_prompts=num_prompts,
+        concurrencies=_int_list(concurrency), request_rates=_rates(request_rate), num_prompts=num_prompts,
         shared_prefix_len=shared_prefix_len, ignore_eos=ignore_eos, request_timeout_s=timeout,
         metrics_url=None if no_metrics else to_metrics_url(metrics_url or server_root(url)),
         metrics_interval_s=metrics_interval, api_key=os.environ.get(api_key_env) or None,
@@ -169,7 +170,7 @@ def bench_cmd(url, input_len, output_len, concurrency, request_rate, num_prompts
         record_run("bench", enabled=not no_log, inputs=log_inputs, duration_ms=elapsed_ms(started), error=exc.one_line())
         raise
     runs = runs_from_records(records, str(output))
-    interrupted = any(p.interrupted for p in points) or len(points) < len(spec.concurrencies)
+    interrupted = any(p.interrupted for p in points) or len(points) < len(spec.load_points())
     record_run("bench", enabled=not no_log, inputs=log_inputs, output=_log_summary(output, runs, interrupted),
                duration_ms=elapsed_ms(started))
     if as_json:

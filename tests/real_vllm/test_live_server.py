@@ -133,6 +133,19 @@ def test_chat_endpoint_and_shared_prefix(server, tmp_path):
     assert eng["prefix_cache_hits_tokens"] >= 3 * 1920, eng["prefix_cache_hits_tokens"]
 
 
+def test_request_rate_sweep(server, tmp_path):
+    """--request-rate 2,inf at one concurrency: two load points, the paced one spread over time."""
+    out = tmp_path / "rates.jsonl"
+    advisor_json("probe", "bench", server.base_url, "--input-len", "500", "--output-len", "16", "--concurrency", "4",
+                 "--request-rate", "2,inf", "--num-prompts", "8", "--seed", "11", "-o", str(out))
+    paced, burst = load_runs(out)
+    assert (paced.offered_request_rate, paced.offered_concurrency) == (2.0, 4)
+    assert burst.offered_request_rate == float("inf") and (paced.completed, burst.completed) == (8, 8)
+    assert paced.load_label == "c=4 rate=2/s"
+    # 7 exponential gaps at 2 req/s (fixed seed) spread the paced point; the burst point has none
+    assert paced.duration_s > 1.5 and paced.achieved_concurrency < burst.achieved_concurrency
+
+
 def _finished_requests(server) -> float:
     from vllm_advisor.probe.metrics.scrape import scrape
 

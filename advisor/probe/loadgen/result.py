@@ -69,7 +69,7 @@ def load_point_record(spec: BenchSpec, point: LoadPoint, model: str, prompt_note
         "model_id": model,
         "tokenizer_id": model,
         "num_prompts": point.num_prompts,
-        "request_rate": "inf" if math.isinf(spec.request_rate) else spec.request_rate,
+        "request_rate": "inf" if math.isinf(point.request_rate) else point.request_rate,
         "burstiness": 1.0,
         "max_concurrency": point.concurrency,
         "duration": duration,

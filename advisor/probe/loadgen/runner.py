@@ -31,14 +31,14 @@ from .stream import RequestRecord, endpoint_path, request_body, send_request
 class Reporter(Protocol):
     """What the runner tells whoever shows progress (the CLI's progress bar, a test)."""
 
-    def preparing(self, concurrency: int, num_prompts: int) -> None: ...
+    def preparing(self, concurrency: int, num_prompts: int, request_rate: float = math.inf) -> None: ...
     def started(self, concurrency: int, num_prompts: int) -> None: ...
     def request_done(self, record: RequestRecord) -> None: ...
     def sampled(self, snapshot: MetricsSnapshot) -> None: ...
 
 
 class SilentReporter:
-    def preparing(self, concurrency: int, num_prompts: int) -> None: ...
+    def preparing(self, concurrency: int, num_prompts: int, request_rate: float = math.inf) -> None: ...
     def started(self, concurrency: int, num_prompts: int) -> None: ...
     def request_done(self, record: RequestRecord) -> None: ...
     def sampled(self, snapshot: MetricsSnapshot) -> None: ...
@@ -55,6 +55,7 @@ class LoadPoint:
     started_at: float  # unix seconds
     duration_s: float
     snapshots: list[MetricsSnapshot] = field(default_factory=list)
+    request_rate: float = math.inf
     interrupted: bool = False
     notes: list[str] = field(default_factory=list)
 
@@ -98,6 +99,7 @@ async def run_load_point(
     model: str,
     rng: random.Random,
     *,
+    request_rate: float = math.inf,
     sampler: MetricsSampler | None = None,
     reporter: Reporter | None = None,
 ) -> LoadPoint:
@@ -108,7 +110,7 @@ async def run_load_point(
     limits = httpx.Limits(max_connections=concurrency + 4, max_keepalive_connections=concurrency + 4)
     timeout = httpx.Timeout(spec.request_timeout_s, connect=10.0)
     records: list[RequestRecord] = []
-    gaps = [0.0 if math.isinf(spec.request_rate) else rng.expovariate(spec.request_rate) for _ in prompts]
+    gaps = [0.0 if math.isinf(request_rate) else rng.expovariate(request_rate) for _ in prompts]
     semaphore = asyncio.Semaphore(concurrency)
     started_at = time.time()
     interrupted = False
@@ -157,6 +159,7 @@ async def run_load_point(
         started_at=started_at,
         duration_s=duration,
         snapshots=list(sampler.snapshots) if sampler else [],
+        request_rate=request_rate,
         interrupted=interrupted,
     )
     if sampler:
@@ -189,11 +192,12 @@ async def run_sweep(
             sampler = MetricsSampler(spec.metrics_url, spec.metrics_interval_s, bearer_token=spec.api_key,
                                      on_sample=reporter.sampled)
         try:
-            for concurrency in spec.concurrencies:
+            for concurrency, rate in spec.load_points():
                 count = spec.prompts_for(concurrency)
-                reporter.preparing(concurrency, count)
+                reporter.preparing(concurrency, count, rate)
                 prompts = await asyncio.to_thread(build_prompts, builder, spec, count, rng)
-                point = await run_load_point(spec, concurrency, prompts, model, rng, sampler=sampler, reporter=reporter)
+                point = await run_load_point(spec, concurrency, prompts, model, rng, request_rate=rate,
+                                             sampler=sampler, reporter=reporter)
                 points.append(point)
                 if on_point:
                     on_point(point, model, builder.notes)

@@ -26,7 +26,7 @@ def default_num_prompts(concurrency: int) -> int:
 
 
 class BenchSpec(BaseModel):
-    """A sweep: the same prompt and output lengths at several concurrency levels."""
+    """A sweep: the same prompt and output lengths at several concurrency levels (and request rates)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -36,7 +36,8 @@ class BenchSpec(BaseModel):
     input_len: int = Field(gt=0, description="prompt length in tokens (as the server's tokenizer counts them)")
     output_len: int = Field(gt=0, description="generated tokens per request")
     concurrencies: list[int] = Field(min_length=1)
-    request_rate: float = Field(math.inf, description="req/s offered (Poisson arrivals); inf = as fast as the concurrency cap allows")
+    request_rates: list[float] = Field(default_factory=lambda: [math.inf], min_length=1,
+                                       description="req/s offered (Poisson arrivals), one load point each per concurrency; inf = as fast as the cap allows")
     num_prompts: int | None = Field(None, description="requests per load point; None = default_num_prompts(concurrency)")
     shared_prefix_len: int = Field(0, ge=0, description="leading tokens every prompt of a load point shares")
     seed: int = Field(default_factory=fresh_seed)
@@ -59,10 +60,14 @@ class BenchSpec(BaseModel):
             raise UsageError(
                 f"--shared-prefix-len ({self.shared_prefix_len}) must be shorter than --input-len ({self.input_len})"
             )
-        if self.request_rate <= 0:
+        if any(not rate > 0 for rate in self.request_rates):
             raise UsageError("--request-rate must be positive (or inf)")
         if self.num_prompts is not None and self.num_prompts <= 0:
             raise UsageError("--num-prompts must be positive")
+
+    def load_points(self) -> list[tuple[int, float]]:
+        """(concurrency, request rate) of every load point, in the order they run."""
+        return [(c, r) for c in self.concurrencies for r in self.request_rates]
 
     def prompts_for(self, concurrency: int) -> int:
         return self.num_prompts if self.num_prompts is not None else default_num_prompts(concurrency)
