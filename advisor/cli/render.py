@@ -314,20 +314,14 @@ def server_view_table(runs: list[BenchmarkRun]) -> Table:
 
 def live_line(snapshot: Any) -> str:
     """One line for the watch progress display: running, waiting and KV usage right now."""
-    def gauge(name: str) -> float | None:
-        fam = snapshot.family(name)
-        if not fam or not fam.samples:
-            return None
-        return sum(s.value for s in fam.samples)
+    from ..probe.loadgen.sampler import timeline_point
 
-    running, waiting = gauge("vllm:num_requests_running"), gauge("vllm:num_requests_waiting")
-    fam = snapshot.family("vllm:kv_cache_usage_perc")
-    kv = max((s.value for s in fam.samples), default=None) if fam else None
+    now = timeline_point(snapshot, 0.0)
     parts = []
-    if running is not None:
-        parts.append(f"running {running:g}")
-    if waiting is not None:
-        parts.append(f"waiting {waiting:g}")
-    if kv is not None:
-        parts.append(f"KV {kv * 100:.1f}%")
+    if now["running"] is not None:
+        parts.append(f"running {now['running']:g}")
+    if now["waiting"] is not None:
+        parts.append(f"waiting {now['waiting']:g}")
+    if now["kv_cache_usage"] is not None:
+        parts.append(f"KV {now['kv_cache_usage'] * 100:.1f}%")
     return " · ".join(parts)
