@@ -5,7 +5,8 @@ and the chat; no module re-parses another's input.
 """
 
 from .bench import BenchmarkRun, ConsistencyCheck, Distribution
-from .case import CaseFile, LatencyFigures, Observation, Workload
+from .case import CaseFile, CaseReport, LatencyFigures, Observation, Workload
+from .cause_ids import CAUSE_IDS, CauseId
 from .deployment import Deployment, EngineArgs
 from .finding import Citation, Diagnosis, Evidence, Finding, MissingMeasurement, Recommendation
 from .metrics import MetricFamily, MetricSample, MetricsSnapshot, MetricsWindow, SeriesWindow
@@ -13,7 +14,10 @@ from .serverlog import ServerLogInfo, ServerStatsLine
 
 __all__ = [
     "BenchmarkRun",
+    "CAUSE_IDS",
     "CaseFile",
+    "CaseReport",
+    "CauseId",
     "Citation",
     "Diagnosis",
     "Evidence",

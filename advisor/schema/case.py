@@ -6,10 +6,11 @@ values left out or ``null``. Loading and saving live in :mod:`vllm_advisor.probe
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .cause_ids import CauseId
 from .deployment import Deployment
 
 
@@ -59,6 +60,27 @@ class Observation(BaseModel):
     notes: str | None = None
 
 
+class CaseReport(BaseModel):
+    """What a real thread established about a case: the label of a case-library entry.
+
+    Kept apart from the user-facing fields so the diagnosis never reads it: the question and
+    observations are what the reporter knew before the answer, this block is the answer.
+    """
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str = Field(pattern=r"^[a-z0-9][a-z0-9-]{2,120}$")
+    url: str = Field(pattern=r"^https?://\S+$")
+    date: str | None = Field(None, pattern=r"^\d{4}(-\d{2}(-\d{2})?)?$", description="the thread's opening date")
+    language: Literal["en", "zh"] = "en"
+    source_kind: Literal["github_issue", "github_discussion", "forum", "blog", "qa_site"] = "github_issue"
+    causes: list[CauseId] = Field(min_length=1, max_length=4, description="established causes, most important first")
+    root_cause: str
+    fix: str | None = None
+    confidence: Literal["high", "medium", "low"]
+    established_by: Literal["maintainer", "accepted_answer", "reporter_confirmed", "community"] | None = None
+
+
 class CaseFile(BaseModel):
     """A whole case. ``source`` is where it was loaded from (not written back)."""
 
@@ -69,6 +91,7 @@ class CaseFile(BaseModel):
     workload: Workload = Field(default_factory=Workload)
     observations: list[Observation] = Field(default_factory=list)
     attachments: list[str] = Field(default_factory=list, description="paths relative to the case file")
+    report: CaseReport | None = Field(None, description="case-library entries only: what the thread established")
 
     source: str | None = Field(None, exclude=True)
 
