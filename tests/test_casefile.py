@@ -153,7 +153,7 @@ def test_resolve_attachments(tmp_path: Path, fixtures_dir: Path) -> None:
         (b"observations: {concurrency: 1}\n", "field 'observations': expected a list"),
         (
             b"question: q\nobservation:\n- concurrency: 1\n",
-            "field 'observation': unknown key (allowed here: question, deployment, workload, observations, attachments)",
+            "field 'observation': unknown key (allowed here: question, deployment, workload, observations, attachments, report)",
         ),
         (b"workload:\n  prompt_len: 100\n", "field 'workload.prompt_len': unknown key (allowed here: input_len, output_len"),
         (
