@@ -30,6 +30,9 @@ class Hypothesis:
     reasons: list[str] = field(default_factory=list)  # explanation sentences (the answer's language chooses)
     reasons_zh: list[str] = field(default_factory=list)
     recommendations: list[Recommendation] = field(default_factory=list)
+    #: The score split by the kind of its first evidence item (measured, model, config, text, ...):
+    #: the learned ranker weighs a measurement and a phrase differently.
+    by_kind: dict[str, float] = field(default_factory=dict)
 
     @property
     def confidence(self) -> float:
@@ -55,6 +58,8 @@ class Board:
     ) -> None:
         h = self.get(cause)
         h.score += weight
+        kind = evidence[0].kind if evidence else "other"
+        h.by_kind[kind] = h.by_kind.get(kind, 0.0) + weight
         for e in evidence:
             if e not in h.evidence:
                 h.evidence.append(e)

@@ -1,0 +1,359 @@
+"""Fit the diagnosis ranker on the case library and measure it on reports it never saw.
+
+``python -m vllm_advisor.cases.fit`` (``--write`` to store the weights and the case index):
+1. every case of the library (and the developer cases) goes through the real diagnosis detectors as
+   a new user's input would (the label is never shown to them), and its words are embedded;
+2. the ranker is fitted on the **fitting part** only (the fixed split of knowledge/cases/README.md),
+   neighbours drawn from the fitting part, each case excluded from its own neighbours;
+3. the **validation part** is scored once with those weights: top-1 and recall@3, English and Chinese
+   apart, beside the detectors' hand-set order and a constant guess; then 5-fold cross-validation on
+   the whole library, and a reliability table of the confidences.
+Nothing here looks at the validation part before step 3, and step 3 changes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from ..schema import CAUSE_IDS
+from .library import LibraryCase, load_dev_cases, load_library
+
+REPO = Path(__file__).resolve().parents[2]
+SHARED_DEV = REPO.parent / "shared" / "cases" / "dev"
+#: Bump when the detectors or the board change, so cached evidence is recomputed.
+EVIDENCE_VERSION = 1
+C_REGULARISATION = 0.5
+
+
+@dataclass
+class CaseEvidence:
+    """What the detectors put on the board for one case, and the words that get embedded."""
+
+    id: str
+    text: str
+    by_kind: dict[str, dict[str, float]]  # cause -> kind -> weight
+    error: str | None = None
+    vector: np.ndarray | None = field(default=None, repr=False)
+
+
+def case_text(case) -> str:
+    parts = [case.question or "", case.workload.dataset or ""]
+    parts.extend(o.notes or "" for o in case.observations)
+    return "\n".join(p for p in parts if p)
+
+
+def collect_evidence(item: LibraryCase) -> CaseEvidence:
+    """Run the detectors over the case as `ask --profile` would (label stripped)."""
+    from ..diagnosis.board import Board
+    from ..diagnosis.engine import DETECTORS
+    from ..diagnosis.inputs import DiagnosisInputs, detect_language, gather
+    from ..errors import AdvisorError
+
+    text = case_text(item.case)
+    error = None
+    try:
+        inputs = gather(profile=item.path)
+    except AdvisorError as exc:  # the case stands on its words alone, as an answer would
+        error = exc.one_line()
+        inputs = DiagnosisInputs(question=item.case.question, case=item.case, language=detect_language(item.case.question))
+    board = Board()
+    for detector in DETECTORS:
+        try:
+            detector(inputs, board)
+        except AdvisorError as exc:
+            error = exc.one_line()
+    by_kind = {c: dict(h.by_kind) for c, h in board.hypotheses.items() if h.score > 0}
+    return CaseEvidence(item.id, text, by_kind, error)
+
+
+def _cache_key(item: LibraryCase) -> str:
+    digest = hashlib.sha256(item.path.read_bytes()).hexdigest()[:16]
+    return f"{item.id}-{digest}-v{EVIDENCE_VERSION}"
+
+
+def evidence_for(cases: list[LibraryCase], cache_dir: Path | None, progress=None) -> list[CaseEvidence]:
+    out = []
+    for n, item in enumerate(cases, 1):
+        cached = cache_dir / f"{_cache_key(item)}.json" if cache_dir else None
+        if cached and cached.is_file():
+            raw = json.loads(cached.read_text())
+            ev = CaseEvidence(raw["id"], raw["text"], raw["by_kind"], raw.get("error"))
+        else:
+            ev = collect_evidence(item)
+            if cached:
+                cached.parent.mkdir(parents=True, exist_ok=True)
+                cached.write_text(json.dumps({"id": ev.id, "text": ev.text, "by_kind": ev.by_kind, "error": ev.error}))
+        out.append(ev)
+        if progress:
+            progress(n, len(cases), item.id)
+    return out
+
+
+def board_of(ev: CaseEvidence):
+    from ..diagnosis.board import Board
+
+    board = Board()
+    for cause, kinds in ev.by_kind.items():
+        h = board.get(cause)
+        h.by_kind = dict(kinds)
+        h.score = sum(kinds.values())
+    return board
+
+
+# -- the index and the features -------------------------------------------------------------------
+def build_index(cases: list[LibraryCase], vectors: np.ndarray):
+    from ..diagnosis.semantic import CaseIndex, embed, symptom_sentences
+
+    sentences, owners = [], []
+    for i, cause in enumerate(CAUSE_IDS):
+        for s in symptom_sentences()[cause]:
+            sentences.append(s)
+            owners.append(i)
+    return CaseIndex(
+        [c.id for c in cases],
+        [c.report.url for c in cases],
+        [list(c.report.causes) for c in cases],
+        [c.report.fix or "" for c in cases],
+        vectors,
+        embed(sentences),
+        np.array(owners),
+    )
+
+
+def log_prior(labels: list[list[str]]) -> np.ndarray:
+    counts = np.ones(len(CAUSE_IDS))  # add-one: a cause never seen in fitting still has a rate
+    pos = {c: i for i, c in enumerate(CAUSE_IDS)}
+    for causes in labels:
+        for c in causes:
+            counts[pos[c]] += 1
+    return np.log(counts / (len(labels) + len(CAUSE_IDS)))
+
+
+def rows_for(evs: list[CaseEvidence], index, prior: np.ndarray, *, exclude_self: bool) -> np.ndarray:
+    from ..diagnosis.ranker import feature_rows
+    from ..diagnosis.semantic import signals
+
+    blocks = []
+    for ev in evs:
+        sem = signals(ev.vector, index, exclude=ev.id if exclude_self else None)
+        blocks.append(feature_rows(board_of(ev), sem, prior))
+    return np.vstack(blocks) if blocks else np.zeros((0, 0))
+
+
+def labels_matrix(cases: list[LibraryCase]) -> np.ndarray:
+    pos = {c: i for i, c in enumerate(CAUSE_IDS)}
+    y = np.zeros((len(cases), len(CAUSE_IDS)))
+    for k, case in enumerate(cases):
+        for c in case.report.causes:
+            y[k, pos[c]] = 1
+    return y.reshape(-1)
+
+
+def fit_model(cases: list[LibraryCase], evs: list[CaseEvidence], index):
+    """Fit on ``cases`` only (neighbours from the same cases, each without itself)."""
+    from sklearn.linear_model import LogisticRegression
+
+    from ..diagnosis.ranker import RankerModel
+
+    keep = [index.ids.index(c.id) for c in cases]
+    sub = index.subset(keep)
+    prior = log_prior([c.report.causes for c in cases])
+    x = rows_for(evs, sub, prior, exclude_self=True)
+    y = labels_matrix(cases)
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    lr = LogisticRegression(C=C_REGULARISATION, max_iter=2000)
+    lr.fit((x - mean) / scale, y)
+    model = RankerModel(mean, scale, lr.coef_[0], float(lr.intercept_[0]), prior, {"fitted_on": len(cases)})
+    return model, sub
+
+
+# -- scoring ---------------------------------------------------------------------------------------
+@dataclass
+class Score:
+    n: int
+    top1: float
+    recall3: float
+
+    def row(self) -> str:
+        return f"{self.n} cases: top-1 {self.top1:.2f}, recall@3 {self.recall3:.2f}"
+
+
+def score(rankings: list[list[str]], truths: list[list[str]]) -> Score:
+    if not rankings:
+        return Score(0, float("nan"), float("nan"))
+    top1 = sum(1 for r, t in zip(rankings, truths) if r and r[0] in t) / len(rankings)
+    hits = sum(len(set(r[:3]) & set(t)) for r, t in zip(rankings, truths))
+    total = sum(len(t) for t in truths)
+    return Score(len(rankings), top1, hits / total)
+
+
+def predict_rankings(model, evs, index) -> tuple[list[list[str]], np.ndarray]:
+    rows = rows_for(evs, index, model.prior, exclude_self=False)
+    p = model.probabilities(rows).reshape(len(evs), len(CAUSE_IDS))
+    rankings = [[CAUSE_IDS[i] for i in np.argsort(-p[k], kind="stable")] for k in range(len(evs))]
+    return rankings, p
+
+
+def board_rankings(evs: list[CaseEvidence]) -> list[list[str]]:
+    return [[h.cause for h in board_of(ev).ranked()] for ev in evs]
+
+
+def constant_rankings(fit_cases: list[LibraryCase], n: int) -> list[list[str]]:
+    prior = log_prior([c.report.causes for c in fit_cases])
+    order = [CAUSE_IDS[i] for i in np.argsort(-prior, kind="stable")]
+    return [order] * n
+
+
+def reliability(p: np.ndarray, cases: list[LibraryCase], top: int = 3) -> list[tuple[str, int, float, float]]:
+    """(bin, pairs, mean confidence, share right) over the first ``top`` findings of each case."""
+    bins = [(0.0, 0.2), (0.2, 0.4), (0.4, 0.6), (0.6, 0.8), (0.8, 1.01)]
+    pairs = []
+    for k, case in enumerate(cases):
+        for i in np.argsort(-p[k], kind="stable")[:top]:
+            pairs.append((p[k, i], CAUSE_IDS[i] in case.report.causes))
+    out = []
+    for lo, hi in bins:
+        sel = [(q, ok) for q, ok in pairs if lo <= q < hi]
+        if sel:
+            out.append((f"{lo:.1f}-{min(hi, 1.0):.1f}", len(sel), float(np.mean([q for q, _ in sel])), float(np.mean([ok for _, ok in sel]))))
+    return out
+
+
+@dataclass
+class Report:
+    validation: dict[str, Score]
+    validation_board: dict[str, Score]
+    validation_constant: dict[str, Score]
+    cv: Score
+    cv_board: Score
+    cv_constant: Score
+    reliability: list
+    per_case: list[tuple[str, str, list[str], list[str], float]]  # id, lang, truth, top3, p1
+    errors: dict[str, str]
+    model: object = None
+    index: object = None
+
+
+def _by_language(rankings, cases) -> dict[str, Score]:
+    out = {"all": score(rankings, [c.report.causes for c in cases])}
+    for lang in ("en", "zh"):
+        sel = [k for k, c in enumerate(cases) if c.language == lang]
+        out[lang] = score([rankings[k] for k in sel], [cases[k].report.causes for k in sel])
+    return out
+
+
+def run(cache_dir: Path | None = None, progress=None) -> Report:
+    from ..diagnosis.semantic import embed
+
+    cases = [*load_library(), *load_dev_cases(SHARED_DEV)]
+    evs = evidence_for(cases, cache_dir, progress)
+    vectors = embed([ev.text or c.case.question or "-" for ev, c in zip(evs, cases)])
+    for ev, v in zip(evs, vectors):
+        ev.vector = v
+    index = build_index(cases, vectors)
+
+    fit_idx = [k for k, c in enumerate(cases) if c.part == "fit"]
+    val_idx = [k for k, c in enumerate(cases) if c.part == "validation"]
+    fit_cases, val_cases = [cases[k] for k in fit_idx], [cases[k] for k in val_idx]
+    model, fit_index = fit_model(fit_cases, [evs[k] for k in fit_idx], index)
+
+    val_evs = [evs[k] for k in val_idx]
+    rankings, p = predict_rankings(model, val_evs, fit_index)
+    validation = _by_language(rankings, val_cases)
+    validation_board = _by_language(board_rankings(val_evs), val_cases)
+    validation_constant = _by_language(constant_rankings(fit_cases, len(val_cases)), val_cases)
+    per_case = [(c.id, c.language, list(c.report.causes), r[:3], float(np.max(p[k]))) for k, (c, r) in enumerate(zip(val_cases, rankings))]
+
+    # 5-fold cross-validation over everything, folds by a hash of the id (fixed, like the split)
+    fold = [int(hashlib.sha256(c.id.encode()).hexdigest()[8:16], 16) % 5 for c in cases]
+    cv_rank, cv_board, cv_const, cv_truth = [], [], [], []
+    for f in range(5):
+        train = [k for k in range(len(cases)) if fold[k] != f]
+        test = [k for k in range(len(cases)) if fold[k] == f]
+        m, idx = fit_model([cases[k] for k in train], [evs[k] for k in train], index)
+        r, _ = predict_rankings(m, [evs[k] for k in test], idx)
+        cv_rank += r
+        cv_board += board_rankings([evs[k] for k in test])
+        cv_const += constant_rankings([cases[k] for k in train], len(test))
+        cv_truth += [cases[k].report.causes for k in test]
+
+    # the shipped model: fitted on the fitting part; neighbours at run time: the whole library
+    return Report(
+        validation,
+        validation_board,
+        validation_constant,
+        score(cv_rank, cv_truth),
+        score(cv_board, cv_truth),
+        score(cv_const, cv_truth),
+        reliability(p, val_cases),
+        per_case,
+        {ev.id: ev.error for ev in evs if ev.error},
+        model,
+        index,
+    )
+
+
+def write_artifacts(report: Report) -> list[Path]:
+    from vllm_advisor_knowledge import __file__ as knowledge_init
+
+    from ..diagnosis import __file__ as diagnosis_init
+    from ..diagnosis.ranker import WEIGHTS_FILE
+    from ..diagnosis.semantic import INDEX_FILE
+
+    weights = Path(diagnosis_init).parent / WEIGHTS_FILE
+    index = Path(knowledge_init).parent / INDEX_FILE
+    report.model.meta.update({"validation_top1": round(report.validation["all"].top1, 3), "validation_recall3": round(report.validation["all"].recall3, 3)})
+    weights.write_text(report.model.to_json() + "\n")
+    report.index.save(index)
+    return [weights, index]
+
+
+def format_report(report: Report) -> str:
+    lines = ["| part | ranking | cases | top-1 | recall@3 |", "| --- | --- | --- | --- | --- |"]
+    for name, table in (("learned", report.validation), ("hand-set board", report.validation_board), ("constant guess", report.validation_constant)):
+        for lang in ("all", "en", "zh"):
+            s = table[lang]
+            lines.append(f"| validation ({lang}) | {name} | {s.n} | {s.top1:.2f} | {s.recall3:.2f} |")
+    for name, s in (("learned", report.cv), ("hand-set board", report.cv_board), ("constant guess", report.cv_constant)):
+        lines.append(f"| 5-fold CV (all) | {name} | {s.n} | {s.top1:.2f} | {s.recall3:.2f} |")
+    lines += ["", "| confidence bin | findings | mean confidence | share right |", "| --- | --- | --- | --- |"]
+    lines += [f"| {b} | {n} | {q:.2f} | {ok:.2f} |" for b, n, q, ok in report.reliability]
+    lines += ["", "| validation case | lang | established | first three findings | top-1 |", "| --- | --- | --- | --- | --- |"]
+    for cid, lang, truth, top3, _ in report.per_case:
+        lines.append(f"| {cid} | {lang} | {', '.join(truth)} | {', '.join(top3)} | {'yes' if top3 and top3[0] in truth else 'no'} |")
+    if report.errors:
+        lines += ["", f"{len(report.errors)} cases answered from their words only (an input the advisor could not read):"]
+        lines += [f"- {k}: {v}" for k, v in sorted(report.errors.items())]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m vllm_advisor.cases.fit", description=__doc__.split("\n")[0])
+    parser.add_argument("--write", action="store_true", help="store the fitted weights and the case index in the package")
+    parser.add_argument("--cache", type=Path, default=Path("/tmp/vllm-advisor-case-evidence"), help="evidence cache folder")
+    parser.add_argument("--no-cache", action="store_true")
+    args = parser.parse_args(argv)
+
+    def progress(n, total, cid):
+        print(f"\r[{n}/{total}] {cid[:60]:<60}", end="", file=sys.stderr, flush=True)
+
+    report = run(None if args.no_cache else args.cache, progress)
+    print(file=sys.stderr)
+    print(format_report(report))
+    if args.write:
+        for path in write_artifacts(report):
+            print(f"wrote {path}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,146 @@
+"""The learned ranking: detector evidence and semantic evidence combined by a fitted model.
+
+The detectors (config facts, measurements, the performance model, cue phrases) still produce
+evidence on the board; what they no longer do is decide the order by hand-set weights. For each
+cause this module builds one feature row (the board's weight split by evidence kind, the cause's
+closeness to the user's words, the vote of the nearest library reports, the cause's base rate) and a
+logistic regression fitted on the fitting part of the case library turns it into a probability that
+the cause is one the thread would establish. Findings are ordered by that probability and show it
+as their confidence, so "0.8" means right about 80% of the time on reports it was not fitted on
+(the reliability table in benchmarks/RESULTS.md).
+
+Fitting lives in ``vllm_advisor.cases.fit``; this module only applies the stored weights.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass
+from importlib import resources
+
+import numpy as np
+
+from ..schema import CAUSE_IDS
+from .board import Board
+from .semantic import SemanticSignals
+
+KINDS = ("measured", "reported", "model", "config", "text", "source")
+FEATURES = (
+    *(f"board_{k}" for k in KINDS),
+    "board_total",
+    "board_top1",
+    "board_top3",
+    "symptom",
+    "symptom_rel",
+    "symptom_top",
+    "vote",
+    "vote_first",
+    "prior",
+)
+WEIGHTS_FILE = "ranker_weights.json"
+
+#: Two leading causes closer than this in probability are not separated by the evidence.
+UNDECIDED_MARGIN = 0.08
+
+
+def feature_rows(board: Board, sem: SemanticSignals | None, prior: np.ndarray) -> np.ndarray:
+    """One row per cause (CAUSE_IDS order), columns FEATURES."""
+    n = len(CAUSE_IDS)
+    x = np.zeros((n, len(FEATURES)), dtype=np.float64)
+    totals = np.array([board.hypotheses[c].score if c in board.hypotheses else 0.0 for c in CAUSE_IDS])
+    order = np.argsort(-totals, kind="stable")
+    col = {name: i for i, name in enumerate(FEATURES)}
+    for i, cause in enumerate(CAUSE_IDS):
+        h = board.hypotheses.get(cause)
+        if h is not None:
+            for kind in KINDS:
+                x[i, col[f"board_{kind}"]] = np.log1p(max(0.0, h.by_kind.get(kind, 0.0)))
+        x[i, col["board_total"]] = np.log1p(max(0.0, totals[i]))
+    if totals.max() > 0:
+        x[order[0], col["board_top1"]] = 1.0
+        for j in order[:3]:
+            if totals[j] > 0:
+                x[j, col["board_top3"]] = 1.0
+    if sem is not None:
+        x[:, col["symptom"]] = sem.symptom
+        x[:, col["symptom_rel"]] = sem.symptom - sem.symptom.mean()
+        x[int(np.argmax(sem.symptom)), col["symptom_top"]] = 1.0
+        x[:, col["vote"]] = sem.vote
+        x[:, col["vote_first"]] = sem.vote_first
+    x[:, col["prior"]] = prior
+    return x
+
+
+@dataclass(frozen=True)
+class RankerModel:
+    """Standardise, then a logistic regression shared by all causes (the prior carries each cause's base rate)."""
+
+    mean: np.ndarray
+    scale: np.ndarray
+    coef: np.ndarray
+    intercept: float
+    prior: np.ndarray  # log base rate per cause, from the fitting part
+    meta: dict
+
+    def probabilities(self, rows: np.ndarray) -> np.ndarray:
+        z = ((rows - self.mean) / self.scale) @ self.coef + self.intercept
+        return 1.0 / (1.0 + np.exp(-z))
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "features": list(FEATURES),
+                "causes": list(CAUSE_IDS),
+                "mean": self.mean.tolist(),
+                "scale": self.scale.tolist(),
+                "coef": self.coef.tolist(),
+                "intercept": self.intercept,
+                "prior": self.prior.tolist(),
+                "meta": self.meta,
+            },
+            indent=1,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> RankerModel:
+        raw = json.loads(text)
+        if raw["features"] != list(FEATURES) or raw["causes"] != list(CAUSE_IDS):
+            raise ValueError("ranker weights were fitted for other features or causes; refit them")
+        return cls(
+            np.array(raw["mean"]), np.array(raw["scale"]), np.array(raw["coef"]), float(raw["intercept"]), np.array(raw["prior"]), raw.get("meta", {})
+        )
+
+
+@functools.cache
+def packaged_model() -> RankerModel | None:
+    """The fitted weights shipped with the package, or None (then the board's own order stands)."""
+    path = resources.files(__package__).joinpath(WEIGHTS_FILE)
+    if not path.is_file():
+        return None
+    try:
+        return RankerModel.from_json(path.read_text(encoding="utf-8"))
+    except (ValueError, KeyError):
+        return None
+
+
+@dataclass(frozen=True)
+class RankedCause:
+    cause: str
+    probability: float
+
+
+def rank(board: Board, sem: SemanticSignals | None, model: RankerModel) -> list[RankedCause]:
+    """Every cause with its probability, most likely first."""
+    p = model.probabilities(feature_rows(board, sem, model.prior))
+    order = np.argsort(-p, kind="stable")
+    return [RankedCause(CAUSE_IDS[i], float(p[i])) for i in order]
+
+
+def undecided(ranked: list[RankedCause]) -> list[str]:
+    """The leading causes the evidence cannot separate (empty when the first one stands out)."""
+    if len(ranked) < 2:
+        return []
+    lead = ranked[0].probability
+    close = [r.cause for r in ranked[:3] if lead - r.probability < UNDECIDED_MARGIN]
+    return close if len(close) > 1 else []

@@ -1,0 +1,146 @@
+"""Semantic evidence: how close the user's words are to each cause and to the library's reports.
+
+Two signals, both from one multilingual sentence embedding (Chinese and English in one space):
+- the question and notes against short symptom sentences written for each cause
+  (``knowledge/cause_symptoms.yaml``), the best match per cause;
+- the question and notes against every case of the library (``knowledge/cases``): the nearest
+  reports vote for their established causes, weighted by similarity.
+
+The library's vectors and the symptom vectors are computed when the ranker is fitted and shipped in
+one ``.npz`` (``CaseIndex``), so a query embeds only the user's text.
+"""
+
+from __future__ import annotations
+
+import functools
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+import numpy as np
+import yaml
+
+from ..schema import CAUSE_IDS
+
+#: Neighbours that vote; the first few similar reports carry the signal, the tail is noise.
+K_NEIGHBOURS = 7
+INDEX_FILE = "case_index.npz"
+
+
+@functools.cache
+def symptom_sentences() -> dict[str, list[str]]:
+    """cause -> its symptom sentences, English and Chinese together."""
+    text = resources.files("vllm_advisor_knowledge").joinpath("cause_symptoms.yaml").read_text(encoding="utf-8")
+    raw = yaml.safe_load(text)
+    return {cause: [*raw[cause].get("en", []), *raw[cause].get("zh", [])] for cause in CAUSE_IDS}
+
+
+@dataclass(frozen=True)
+class CaseIndex:
+    """Vectors of the library's reports and of the cause symptoms, with the reports' labels."""
+
+    ids: list[str]
+    urls: list[str]
+    causes: list[list[str]]
+    fixes: list[str]
+    vectors: np.ndarray  # (n_cases, dim), rows L2-normalised
+    symptom_vectors: np.ndarray  # (n_sentences, dim)
+    symptom_causes: np.ndarray  # (n_sentences,) index into CAUSE_IDS
+
+    def subset(self, keep: list[int]) -> CaseIndex:
+        """The index restricted to some reports (fitting without peeking at held-out cases)."""
+        return CaseIndex(
+            [self.ids[i] for i in keep],
+            [self.urls[i] for i in keep],
+            [self.causes[i] for i in keep],
+            [self.fixes[i] for i in keep],
+            self.vectors[keep],
+            self.symptom_vectors,
+            self.symptom_causes,
+        )
+
+    def save(self, path: Path) -> None:
+        np.savez_compressed(
+            path,
+            ids=np.array(self.ids),
+            urls=np.array(self.urls),
+            causes=np.array(["|".join(c) for c in self.causes]),
+            fixes=np.array(self.fixes),
+            vectors=self.vectors.astype(np.float16),
+            symptom_vectors=self.symptom_vectors.astype(np.float16),
+            symptom_causes=self.symptom_causes,
+        )
+
+    @classmethod
+    def load(cls, path: Path) -> CaseIndex:
+        with np.load(path, allow_pickle=False) as z:
+            return cls(
+                [str(x) for x in z["ids"]],
+                [str(x) for x in z["urls"]],
+                [str(x).split("|") for x in z["causes"]],
+                [str(x) for x in z["fixes"]],
+                z["vectors"].astype(np.float32),
+                z["symptom_vectors"].astype(np.float32),
+                z["symptom_causes"],
+            )
+
+
+def packaged_index_path() -> Path:
+    return Path(str(resources.files("vllm_advisor_knowledge").joinpath(INDEX_FILE)))
+
+
+@functools.cache
+def packaged_index() -> CaseIndex | None:
+    path = packaged_index_path()
+    return CaseIndex.load(path) if path.is_file() else None
+
+
+def embed(texts: list[str]) -> np.ndarray:
+    from vllm_advisor_knowledge.multilingual_embedder import shared_embedder
+
+    return shared_embedder().encode(texts)
+
+
+@dataclass(frozen=True)
+class Neighbour:
+    id: str
+    url: str
+    causes: list[str]
+    fix: str
+    similarity: float
+
+
+@dataclass(frozen=True)
+class SemanticSignals:
+    """Per cause (in CAUSE_IDS order): closeness to its symptoms, and the neighbours' vote."""
+
+    symptom: np.ndarray  # (20,) best cosine per cause
+    vote: np.ndarray  # (20,) similarity-weighted share of neighbours naming the cause
+    vote_first: np.ndarray  # (20,) the same, first cause only
+    neighbours: list[Neighbour]
+
+
+def signals(query: np.ndarray, index: CaseIndex, *, exclude: str | None = None) -> SemanticSignals:
+    """The semantic signals of one embedded query (``exclude``: the query's own report, when fitting)."""
+    n_causes = len(CAUSE_IDS)
+    sims = index.symptom_vectors @ query
+    symptom = np.full(n_causes, -1.0, dtype=np.float32)
+    np.maximum.at(symptom, index.symptom_causes, sims)
+    vote = np.zeros(n_causes, dtype=np.float32)
+    vote_first = np.zeros(n_causes, dtype=np.float32)
+    neighbours: list[Neighbour] = []
+    if len(index.ids):
+        case_sims = index.vectors @ query
+        order = np.argsort(-case_sims)
+        picked = [i for i in order if index.ids[i] != exclude][:K_NEIGHBOURS]
+        weights = np.clip(case_sims[picked], 0.0, None) ** 2
+        total = float(weights.sum()) or 1.0
+        position = {c: k for k, c in enumerate(CAUSE_IDS)}
+        for i, w in zip(picked, weights):
+            labels = [c for c in index.causes[i] if c in position]
+            for rank, cause in enumerate(labels):
+                vote[position[cause]] += w / total
+                if rank == 0:
+                    vote_first[position[cause]] += w / total
+            neighbours.append(Neighbour(index.ids[i], index.urls[i], labels, index.fixes[i], float(case_sims[i])))
+    return SemanticSignals(symptom, vote, vote_first, neighbours)
