@@ -295,6 +295,37 @@ def render_change(diagnosis: Diagnosis, language: str) -> list[str]:
     return out
 
 
+def render_undecided(diagnosis: Diagnosis, language: str) -> list[str]:
+    """Said plainly when the leading causes are too close to rank: a guess is not put first."""
+    if not diagnosis.undecided:
+        return []
+    sep = "、" if normalize_language(language) == "zh" else " / "
+    return [phrase(language, "undecided", causes=sep.join(cause_name(language, c) for c in diagnosis.undecided)), ""]
+
+
+def render_similar(diagnosis: Diagnosis, language: str) -> list[str]:
+    """The nearest case-library reports: their established causes, fix and thread."""
+    if not diagnosis.similar_reports:
+        return []
+    sep = "、" if normalize_language(language) == "zh" else ", "
+    out = [phrase(language, "h_similar"), ""]
+    for r in diagnosis.similar_reports:
+        # the library's fix notes are English: a Chinese answer names the causes and links the thread
+        fix = phrase(language, "similar_fix", fix=_clip(r.fix, 140)) if r.fix and normalize_language(language) != "zh" else ""
+        causes = sep.join(cause_name(language, c) for c in r.causes)
+        out.append("- " + phrase(language, "similar_line", id=r.id, causes=causes, similarity=f"{r.similarity:.2f}", fix=fix, url=r.url))
+    return out + [""]
+
+
+def _clip(text: str, limit: int) -> str:
+    """Shorten at a word boundary (never mid-word), marking the cut."""
+    text = " ".join(text.split())
+    if len(text) <= limit:
+        return text
+    cut = text[:limit].rsplit(" ", 1)[0] if " " in text[:limit] else text[:limit]
+    return cut.rstrip(",;:") + "…"
+
+
 def render_missing(diagnosis: Diagnosis, language: str) -> list[str]:
     if not diagnosis.missing:
         return []
@@ -366,7 +397,9 @@ def compose(inputs, diagnosis: Diagnosis, sources: list[Citation], language: str
         if diagnosis.findings:
             lines += render_why(diagnosis, language)
         lines += render_change(diagnosis, language)
+        lines += render_undecided(diagnosis, language)
         lines += render_missing(diagnosis, language)
+        lines += render_similar(diagnosis, language)
     else:
         lines += body + [""]
     return "\n".join(lines).rstrip() + "\n\n" + compose_tail(sources, language, notes)

@@ -16,6 +16,10 @@ SUPPORTED = ("en", "zh")
 PHRASES: dict[str, dict[str, str]] = {
     "en": {
         "h_answer": "## Answer",
+        "h_similar": "## Reports like yours",
+        "similar_line": "{id}: {causes} (similarity {similarity}){fix} - {url}",
+        "similar_fix": "; fix: {fix}",
+        "undecided": "The evidence does not separate {causes}; the first measurement below decides between them.",
         "h_figures": "## The figures behind it",
         "h_why": "## Why",
         "h_change": "## What to change",
@@ -85,6 +89,10 @@ PHRASES: dict[str, dict[str, str]] = {
     },
     "zh": {
         "h_answer": "## 结论",
+        "h_similar": "## 类似的报告",
+        "similar_line": "{id}：{causes}（相似度 {similarity}）{fix} - {url}",
+        "similar_fix": "；解决办法：{fix}",
+        "undecided": "现有证据无法区分{causes}；下面第一项测量可以判断是哪一个。",
         "h_figures": "## 计算依据",
         "h_why": "## 原因分析",
         "h_change": "## 建议的修改",

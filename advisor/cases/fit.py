@@ -251,7 +251,9 @@ def _by_language(rankings, cases) -> dict[str, Score]:
     return out
 
 
-def run(cache_dir: Path | None = None, progress=None) -> Report:
+def run(cache_dir: Path | None = None, progress=None, *, look_at_validation: bool = True) -> Report:
+    """Fit, then score. ``look_at_validation=False`` is for developing features: the validation part
+    is not scored and the cross-validation runs on the fitting part alone."""
     from ..diagnosis.semantic import embed
 
     cases = [*load_library(), *load_dev_cases(SHARED_DEV)]
@@ -267,7 +269,10 @@ def run(cache_dir: Path | None = None, progress=None) -> Report:
     model, fit_index = fit_model(fit_cases, [evs[k] for k in fit_idx], index)
 
     val_evs = [evs[k] for k in val_idx]
-    rankings, p = predict_rankings(model, val_evs, fit_index)
+    if not look_at_validation:
+        val_cases, val_evs = [], []
+        cases, evs = fit_cases, [evs[k] for k in fit_idx]
+    rankings, p = predict_rankings(model, val_evs, fit_index) if val_evs else ([], np.zeros((0, len(CAUSE_IDS))))
     validation = _by_language(rankings, val_cases)
     validation_board = _by_language(board_rankings(val_evs), val_cases)
     validation_constant = _by_language(constant_rankings(fit_cases, len(val_cases)), val_cases)
@@ -341,12 +346,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--write", action="store_true", help="store the fitted weights and the case index in the package")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/vllm-advisor-case-evidence"), help="evidence cache folder")
     parser.add_argument("--no-cache", action="store_true")
+    parser.add_argument("--dev", action="store_true", help="feature work: cross-validate on the fitting part only, leave the validation part unseen")
     args = parser.parse_args(argv)
 
     def progress(n, total, cid):
         print(f"\r[{n}/{total}] {cid[:60]:<60}", end="", file=sys.stderr, flush=True)
 
-    report = run(None if args.no_cache else args.cache, progress)
+    report = run(None if args.no_cache else args.cache, progress, look_at_validation=not args.dev)
     print(file=sys.stderr)
     print(format_report(report))
     if args.write:

@@ -159,6 +159,8 @@ def ask(question, profile, attachments, metrics, prometheus_url, since, prom_sel
                 "answer": answer.markdown,
                 "sources": answer.sources,
                 "missing": answer.missing or diagnosis.missing,
+                "similar_reports": diagnosis.similar_reports,
+                "undecided": diagnosis.undecided,
                 "notes": answer.notes,
                 "language": answer.language,
                 "llm_used": answer.llm_used,

@@ -33,6 +33,8 @@ class Hypothesis:
     #: The score split by the kind of its first evidence item (measured, model, config, text, ...):
     #: the learned ranker weighs a measurement and a phrase differently.
     by_kind: dict[str, float] = field(default_factory=dict)
+    #: The fitted ranker's probability that this cause is established (None: no fitted weights).
+    probability: float | None = None
 
     @property
     def confidence(self) -> float:

@@ -28,17 +28,57 @@ def diagnose(inputs: DiagnosisInputs, *, with_effects: bool = True) -> Diagnosis
     board = Board()
     for detector in DETECTORS:
         detector(inputs, board)
-    ranked = board.ranked()[:MAX_FINDINGS]
+    ranked, similar, undecided = _learned_order(board, inputs)
     findings = [_finding(h, inputs) for h in ranked]
     if with_effects and inputs.engine is not None:
         _predict_effects(findings[:3], inputs)
+    missing = _missing(inputs, [h.cause for h in ranked])
+    if undecided:  # the measurement that separates the leading causes goes first
+        missing.sort(key=lambda m: -len(set(m.decides) & set(undecided)))
     return Diagnosis(
         findings=findings,
-        missing=_missing(inputs, [h.cause for h in ranked]),
+        missing=missing,
+        similar_reports=similar,
+        undecided=undecided,
         facts=_facts(inputs),
         notes=list(dict.fromkeys(inputs.notes + (inputs.engine.notes if inputs.engine is not None else []) + ([inputs.engine_error] if inputs.engine_error else []))),
         language=inputs.language,
     )
+
+
+#: A cause the board has no evidence for enters the findings only with at least this probability.
+MIN_PROBABILITY_WITHOUT_EVIDENCE = 0.15
+SIMILAR_SHOWN = 3
+
+
+def _learned_order(board: Board, inputs: DiagnosisInputs):
+    """Order the causes by the fitted ranker (ranker.py); the board's own order when no weights ship."""
+    from ..schema import Evidence, SimilarReport
+    from .ranker import packaged_model, rank, undecided
+    from .semantic import embed, packaged_index, signals
+
+    model = packaged_model()
+    index = packaged_index()
+    if model is None or index is None:
+        return board.ranked()[:MAX_FINDINGS], [], []
+    text = inputs.text
+    sem = signals(embed([text])[0], index) if text.strip() else None
+    order = rank(board, sem, model)
+    ranked: list[Hypothesis] = []
+    for r in order:
+        if len(ranked) >= MAX_FINDINGS:
+            break
+        has_evidence = r.cause in board.hypotheses and board.hypotheses[r.cause].score > 0
+        voters = [n for n in (sem.neighbours if sem else []) if r.cause in n.causes]
+        if not has_evidence and (r.probability < MIN_PROBABILITY_WITHOUT_EVIDENCE or not voters):
+            continue
+        h = board.get(r.cause)
+        for n in voters[:2]:
+            h.evidence.append(Evidence(kind="source", source="case library", label=n.id, value=round(n.similarity, 2), detail=n.url))
+        h.probability = r.probability
+        ranked.append(h)
+    similar = [SimilarReport(id=n.id, url=n.url, causes=n.causes, fix=n.fix, similarity=round(n.similarity, 2)) for n in (sem.neighbours if sem else [])[:SIMILAR_SHOWN]]
+    return ranked, similar, undecided(order)
 
 
 def _finding(h: Hypothesis, inputs: DiagnosisInputs) -> Finding:
@@ -53,8 +93,8 @@ def _finding(h: Hypothesis, inputs: DiagnosisInputs) -> Finding:
         cause=h.cause,
         title=title(h.cause, inputs.language),
         severity=severity,
-        confidence=h.confidence,
-        score=round(h.score, 2),
+        confidence=max(0.01, round(h.probability, 2)) if h.probability is not None else h.confidence,
+        score=round(h.probability if h.probability is not None else h.score, 3),
         evidence=h.evidence,
         explanation=" ".join(reasons),
         recommendations=recs,

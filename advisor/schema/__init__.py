@@ -8,7 +8,7 @@ from .bench import BenchmarkRun, ConsistencyCheck, Distribution
 from .case import CaseFile, CaseReport, LatencyFigures, Observation, Workload
 from .cause_ids import CAUSE_IDS, CauseId
 from .deployment import Deployment, EngineArgs
-from .finding import Citation, Diagnosis, Evidence, Finding, MissingMeasurement, Recommendation
+from .finding import Citation, Diagnosis, Evidence, Finding, MissingMeasurement, Recommendation, SimilarReport
 from .metrics import MetricFamily, MetricSample, MetricsSnapshot, MetricsWindow, SeriesWindow
 from .serverlog import ServerLogInfo, ServerStatsLine
 
@@ -37,5 +37,6 @@ __all__ = [
     "SeriesWindow",
     "ServerLogInfo",
     "ServerStatsLine",
+    "SimilarReport",
     "Workload",
 ]

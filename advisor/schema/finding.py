@@ -95,11 +95,25 @@ class MissingMeasurement(BaseModel):
     command: str
 
 
+class SimilarReport(BaseModel):
+    """A case-library report close to the user's: its established causes, fix and thread."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    url: str
+    causes: list[str]
+    fix: str = ""
+    similarity: float = Field(description="cosine of the multilingual sentence embeddings, -1..1")
+
+
 class Diagnosis(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     findings: list[Finding] = Field(default_factory=list)
     missing: list[MissingMeasurement] = Field(default_factory=list)
+    similar_reports: list[SimilarReport] = Field(default_factory=list, description="nearest case-library reports")
+    undecided: list[str] = Field(default_factory=list, description="leading causes the evidence cannot separate")
     facts: dict[str, str] = Field(default_factory=dict, description="deployment facts shown in answers (name -> value with unit)")
     notes: list[str] = Field(default_factory=list)
     language: str = "en"
