@@ -112,14 +112,16 @@ def test_ask_needs_a_question(home, tmp_path):
     assert LogStore().get(1).error.endswith("has no question; give one as the QUESTION argument")
 
 
-def test_ask_bad_attachment_is_one_line_and_logged(home, tmp_path):
+def test_ask_bad_attachment_is_skipped_with_a_note_and_logged(home, tmp_path):
+    """Issue 15: one unreadable attachment is set aside with a note; the answer comes from the rest."""
     bad = tmp_path / "blob.bin"
     bad.write_bytes(bytes(range(256)) * 8)
-    result = run("ask", "why?", "--attach", str(bad))
-    assert result.exit_code == 3
-    assert "Traceback" not in result.output and str(bad) in result.stderr
-    entry = LogStore().list(1)[0]
-    assert entry.command == "ask" and str(bad) in entry.error
+    result = run("ask", "why?", "--attach", str(bad), "--json")
+    assert result.exit_code == 0
+    notes = json.loads(result.stdout)["notes"]
+    assert any(n.startswith(f"{bad} skipped: is a binary file") for n in notes)
+    entry = LogStore().get(LogStore().list(1)[0].id)
+    assert entry.command == "ask" and f"{bad} skipped" in entry.output
 
 
 def test_llm_model_without_base_url_is_a_usage_error(home):

@@ -214,7 +214,7 @@ def test_flags_merge_command_wins() -> None:
         ("vllm serve m --max-model-len", "flag --max-model-len: expected a value"),
         ("vllm serve m --port --host 0.0.0.0", "flag --port: expected a value, got '--host'"),
         ("vllm serve m --speculative-config '{\"a\": 1}", "cannot split the serve command into words"),
-        ("python -m sglang.launch_server --model-path m", "not a vLLM serve command"),
+        ("llamafactory-cli api --model m", "not a serve command"),
         ("   ", "the serve command is empty"),
     ],
 )
@@ -326,3 +326,42 @@ def test_every_serve_command_in_vllm_docs_parses(shared_dir: Path) -> None:
     multi = [c for w, c in commands if "--kv-transfer-config '{\n" in c]
     assert len(multi) >= 5
     assert all(isinstance(engine_args_for(parse_serve_command(c)).kv_transfer_config, dict) for c in multi)
+
+
+# --- other engines' commands -------------------------------------------------------------------
+
+
+def test_sglang_command_maps_to_vllm_flags() -> None:
+    cmd = ("CUDA_VISIBLE_DEVICES=0,1 python3 -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct "
+           "--tp 2 --chunked-prefill-size 4096 --mem-fraction-static 0.85 --max-running-requests 64 "
+           "--context-length 32768 --disable-radix-cache --schedule-policy lpm")
+    parsed = parse_command(cmd)
+    assert parsed.engine == "sglang"
+    args = engine_args_for(Deployment(serve_command=cmd))
+    assert args.model == "meta-llama/Llama-3.1-70B-Instruct"
+    assert (args.tensor_parallel_size, args.max_num_batched_tokens, args.max_num_seqs, args.max_model_len) == (2, 4096, 64, 32768)
+    assert args.gpu_memory_utilization == 0.85 and args.enable_prefix_caching is False
+    assert args.extra["sglang_schedule_policy"] == "lpm"
+    assert any("--chunked-prefill-size -> --max-num-batched-tokens" in m for m in parsed.mapped)
+    assert parse_serve_command(cmd).engine == "sglang" and parse_serve_command(cmd).num_gpus == 2
+
+
+def test_sglang_chunked_prefill_off_and_tgi_command() -> None:
+    args = engine_args_for(Deployment(serve_command="python -m sglang.launch_server --model-path m --chunked-prefill-size -1"))
+    assert args.enable_chunked_prefill is False and args.max_num_batched_tokens is None
+    cmd = ("docker run --gpus all -p 8080:80 ghcr.io/huggingface/text-generation-inference:2.4 --model-id Qwen/Qwen2.5-7B "
+           "--num-shard 2 --max-batch-prefill-tokens 8192 --max-total-tokens 16384 --max-concurrent-requests 128")
+    parsed = parse_command(cmd)
+    assert parsed.engine == "tgi"
+    args = engine_args_for(Deployment(serve_command=cmd))
+    assert (args.model, args.tensor_parallel_size, args.max_num_batched_tokens, args.max_model_len) == ("Qwen/Qwen2.5-7B", 2, 8192, 16384)
+    assert args.extra["tgi_max_concurrent_requests"] == "128"
+    args = engine_args_for(Deployment(serve_command="text-generation-launcher --model-id m --quantize awq --max-batch-size 32"))
+    assert (args.quantization, args.max_num_seqs) == ("awq", 32)
+
+
+def test_vllm_docker_command_still_vllm() -> None:
+    cmd = ('docker run --runtime nvidia --gpus all -v ~/.cache/huggingface:/root/.cache/huggingface '
+           '--env "HF_HUB_OFFLINE=1" -p 8000:8000 --ipc=host vllm/vllm-openai:latest --model mistralai/Mistral-7B-v0.1 -tp 2')
+    parsed = parse_command(cmd)
+    assert parsed.engine == "vllm" and parsed.model == "mistralai/Mistral-7B-v0.1" and parsed.env["HF_HUB_OFFLINE"] == "1"

@@ -18,7 +18,7 @@ def common_inputs(f):
     """Where the facts come from: a case file, attached files, /metrics, a serve command."""
     opts = [
         click.option("--profile", type=click.Path(dir_okay=False, path_type=Path), help="Case file (YAML): deployment, workload, observations, question."),
-        click.option("--attach", "attachments", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="Benchmark result, /metrics dump or watch file, server log (repeatable; format detected)."),
+        click.option("--attach", "attachments", multiple=True, type=click.Path(path_type=Path), help="Benchmark result, /metrics dump or watch file, server log, or a run folder of them (repeatable; format detected; what cannot be read is skipped with a note)."),
     ]
     for opt in reversed(opts):
         f = opt(f)

@@ -8,13 +8,14 @@ format; nothing here re-parses a file.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import AdvisorError, InputFileError, UnknownFormatError
-from ..schema import BenchmarkRun, CaseFile, Deployment, EngineArgs, MetricsWindow, ServerLogInfo
+from ..schema import BenchmarkRun, CaseFile, Deployment, EngineArgs, InputNote, MetricsWindow, ServerLogInfo
 
 CJK = re.compile(r"[\u3400-\u9fff]")
 
@@ -48,6 +49,12 @@ class DiagnosisInputs:
     ceiling: list[BenchmarkRun] = field(default_factory=list)  # every efficiency at its physical upper bound
     calibration: Any = None  # perf.calibrate.CalibrationResult, when asked for
     notes: list[str] = field(default_factory=list)
+    #: pieces of the input set aside (a file, a field, a serve command), typed; each also has its line in ``notes``
+    skipped: list[InputNote] = field(default_factory=list)
+
+    def set_aside(self, note: InputNote) -> None:
+        self.skipped.append(note)
+        self.notes.append(note.text())
 
     @property
     def text(self) -> str:
@@ -63,12 +70,63 @@ class DiagnosisInputs:
         return self.case.observations if self.case else []
 
 
+#: Files read from one attached folder (a run folder holds a handful; a home directory is not one).
+MAX_FOLDER_FILES = 200
+#: Notes listing skipped files of one folder; the rest are counted in one more note.
+MAX_FOLDER_NOTES = 12
+
+
+def _attach_lenient(inputs: DiagnosisInputs, path: Path, *, code: str = "attachment_skipped") -> bool:
+    """Attach one file; a file that cannot be read is set aside with a note (issue 15: one bad
+    input never costs the answer). A reader's bug is set aside too, unless VLLM_ADVISOR_DEBUG is set."""
+    try:
+        _attach(inputs, path)
+        return True
+    except AdvisorError as exc:
+        detail = exc.message if exc.source == str(path) else exc.one_line()
+        inputs.set_aside(InputNote(code=code, source=str(path), field=exc.field, detail=detail))  # type: ignore[arg-type]
+    except (RecursionError, MemoryError, ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, ArithmeticError) as exc:
+        if os.environ.get("VLLM_ADVISOR_DEBUG"):
+            raise
+        inputs.set_aside(InputNote(code=code, source=str(path), detail=f"the reader failed ({type(exc).__name__}); set VLLM_ADVISOR_DEBUG=1 for the traceback"))  # type: ignore[arg-type]
+    return False
+
+
+def _attach_folder(inputs: DiagnosisInputs, folder: Path) -> None:
+    """Every file of a run folder the advisor recognises (subfolders too, hidden ones skipped);
+    what it skipped is listed, a file per note."""
+    files: list[Path] = []
+    try:
+        for root, dirs, names in os.walk(folder):
+            dirs[:] = sorted(d for d in dirs if not d.startswith("."))
+            files.extend(Path(root) / n for n in sorted(names) if not n.startswith("."))
+            if len(files) > MAX_FOLDER_FILES:
+                break
+    except OSError as exc:
+        inputs.set_aside(InputNote(code="attachment_skipped", source=str(folder), detail=f"cannot list: {exc.strerror or exc}"))
+        return
+    if len(files) > MAX_FOLDER_FILES:
+        inputs.set_aside(InputNote(code="folder_skipped", source=str(folder), detail=f"more than {MAX_FOLDER_FILES} files: only the first {MAX_FOLDER_FILES} read"))
+        files = files[:MAX_FOLDER_FILES]
+    before = len(inputs.skipped)
+    for path in files:
+        _attach_lenient(inputs, path, code="folder_skipped")
+    extra = inputs.skipped[before + MAX_FOLDER_NOTES :]
+    if extra:
+        del inputs.skipped[before + MAX_FOLDER_NOTES :]
+        del inputs.notes[len(inputs.notes) - len(extra) :]
+        inputs.set_aside(InputNote(code="folder_skipped", source=str(folder), detail=f"and {len(extra)} more files not recognised"))
+    if not files:
+        inputs.set_aside(InputNote(code="attachment_skipped", source=str(folder), detail="the folder holds no files"))
+
+
 def _attach(inputs: DiagnosisInputs, path: Path) -> None:
     """Route one attached file to the probe module that owns its format."""
     from ..probe.bench import load_runs
-    from ..probe.files import looks_binary, read_head
+    from ..probe.files import check_readable, looks_binary, read_head
 
-    head = read_head(path, 4096) if path.exists() else b""
+    check_readable(path)  # missing, a FIFO or device, empty, too large: one line before anything opens it
+    head = read_head(path, 4096)
     if looks_binary(head[:1024]):
         raise InputFileError("is a binary file, expected a benchmark result, /metrics dump, server log or case file", source=str(path))
     text = head.decode("utf-8", "replace")
@@ -90,7 +148,10 @@ def _attach(inputs: DiagnosisInputs, path: Path) -> None:
         return
     from ..probe.serverlog import parse_server_log
 
-    inputs.server_logs.append(parse_server_log(path))
+    try:
+        inputs.server_logs.append(parse_server_log(path))
+    except UnknownFormatError:
+        raise UnknownFormatError("not a format the advisor reads (benchmark result, /metrics dump or watch file, case file, vLLM server log)", source=str(path)) from None
 
 
 def _add_metrics(inputs: DiagnosisInputs, snapshots) -> None:
@@ -121,31 +182,45 @@ def gather(
     scrape_kwargs: dict[str, Any] | None = None,
     prometheus: dict[str, Any] | None = None,
 ) -> DiagnosisInputs:
-    """Read and model everything; inputs that fail raise one-line errors, the model's own limits are notes."""
-    from ..probe.casefile import load_case, resolve_attachments
-    from ..probe.serve_cmd import deployment_from_server_log, engine_args_for, parse_serve_command
+    """Read and model everything. A piece that cannot be used (an unreadable attachment, a bad
+    case-file field, a serve command that cannot be read) is set aside with a note naming it
+    (``inputs.skipped``); an endpoint that fails still raises its one-line error, and so does a
+    case file that cannot be read when there is no question to answer without it."""
+    from ..probe.casefile import load_case_lenient, resolve_attachments
+    from ..probe.serve_cmd import deployment_from_server_log
 
     inputs = DiagnosisInputs()
     if profile:
-        case = load_case(profile)
-        inputs.case = case
-        inputs.deployment = case.deployment.model_copy(deep=True)
-        attachments = [*resolve_attachments(case), *attachments]
+        try:
+            case, notes = load_case_lenient(profile)
+        except AdvisorError as exc:
+            if not question:
+                raise
+            inputs.set_aside(InputNote(code="profile_unreadable", source=str(profile), field=exc.field, detail=exc.message))
+        else:
+            inputs.case = case
+            inputs.deployment = case.deployment.model_copy(deep=True)
+            for note in notes:
+                inputs.set_aside(note)
+            attachments = [*resolve_attachments(case, must_exist=False), *attachments]
     if serve_cmd:
-        parsed = parse_serve_command(serve_cmd)
-        inputs.deployment.serve_command = serve_cmd
-        inputs.deployment.model = inputs.deployment.model or parsed.model
-        inputs.deployment.engine = inputs.deployment.engine or "vllm"
-        inputs.deployment.num_gpus = inputs.deployment.num_gpus or parsed.num_gpus
+        _serve_command(inputs, serve_cmd)
     for key, value in (overrides or {}).items():
         if value is not None and hasattr(inputs.deployment, key):
             setattr(inputs.deployment, key, value)
     for path in attachments:
-        _attach(inputs, Path(path))
+        path = Path(path)
+        if path.is_dir():
+            _attach_folder(inputs, path)
+        else:
+            _attach_lenient(inputs, path)
     for source in metrics:
         from ..probe.metrics import load_metrics_source
 
-        _add_metrics(inputs, load_metrics_source(source, **(scrape_kwargs or {})))
+        try:
+            _add_metrics(inputs, load_metrics_source(source, **(scrape_kwargs or {})))
+        except InputFileError as exc:  # a saved dump that cannot be read; a URL that fails raises (exit 4)
+            inputs.set_aside(InputNote(code="attachment_skipped", source=source, detail=exc.message if exc.source == source else exc.one_line()))
     if prometheus:  # a fleet through the Prometheus that scrapes it: the summed window, then each instance
         from ..probe.metrics.prometheus import fetch_prometheus, fleet_windows
 
@@ -162,13 +237,62 @@ def gather(
             inputs.deployment.flags.setdefault(key, value)
     if inputs.case:
         inputs.measured = _observation_runs(inputs.case) + inputs.measured
-    inputs.engine_args = engine_args_for(inputs.deployment)
+    inputs.engine_args = _engine_args(inputs)
     inputs.question = question or (inputs.case.question if inputs.case else None)
     inputs.language = detect_language(inputs.question)
     _workload(inputs)
     if predict:
         _model(inputs, calibrate)
     return inputs
+
+
+def _serve_command(inputs: DiagnosisInputs, cmd: str) -> None:
+    """The --serve-cmd line: its model and GPU count fill what the case left unknown; a line that
+    cannot be read is set aside with its reason."""
+    from ..probe.serve_cmd import engine_args_for, parse_serve_command
+
+    try:
+        parsed = parse_serve_command(cmd)
+        engine_args_for(parsed)
+    except AdvisorError as exc:
+        inputs.set_aside(InputNote(code="serve_cmd_skipped", source="--serve-cmd", detail=exc.message))
+        return
+    inputs.deployment.serve_command = cmd
+    inputs.deployment.model = inputs.deployment.model or parsed.model
+    inputs.deployment.engine = inputs.deployment.engine or parsed.engine
+    inputs.deployment.num_gpus = inputs.deployment.num_gpus or parsed.num_gpus
+
+
+def _engine_args(inputs: DiagnosisInputs) -> EngineArgs:
+    """Typed engine arguments; another engine's command is said once (which flags became which)."""
+    from ..probe.foreign_flags import ENGINE_NAMES
+    from ..probe.serve_cmd import engine_args_for, parse_command
+
+    dep = inputs.deployment
+    if dep.serve_command:
+        try:
+            parsed = parse_command(dep.serve_command)
+        except AdvisorError as exc:
+            inputs.set_aside(InputNote(code="serve_cmd_skipped", source=(inputs.case.source if inputs.case else None) or "--serve-cmd", field="deployment.serve_command", detail=exc.message))
+            dep.serve_command = None
+        else:
+            if parsed.engine != "vllm":
+                dep.engine = dep.engine if dep.engine not in (None, "vllm") else parsed.engine
+                kept = sorted(k.split("_", 1)[1].replace("_", "-") for k, v in parsed.values.items() if k.startswith(parsed.engine + "_"))
+                detail = f"{ENGINE_NAMES.get(parsed.engine, parsed.engine)} flags read as vLLM's: " + ("; ".join(parsed.mapped) or "none")
+                if kept:
+                    detail += "; no vLLM equivalent: " + ", ".join("--" + k for k in kept)
+                inputs.set_aside(InputNote(code="serve_cmd_engine", source="serve command", detail=detail))
+    try:
+        return engine_args_for(dep)
+    except AdvisorError as exc:  # the command and the flags refused together: keep the command's
+        inputs.set_aside(InputNote(code="flag_dropped", source=inputs.case.source if inputs.case else None, field="deployment.flags", detail=exc.message))
+        dep.flags = {}
+        try:
+            return engine_args_for(dep)
+        except AdvisorError:
+            dep.serve_command = None
+            return engine_args_for(dep)
 
 
 def _observation_runs(case: CaseFile) -> list[BenchmarkRun]:

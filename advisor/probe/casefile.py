@@ -22,8 +22,8 @@ import yaml
 from pydantic import BaseModel, ValidationError
 
 from ..errors import AdvisorError, InputFileError
-from ..schema import CaseFile, Deployment
-from .files import read_text
+from ..schema import CaseFile, Deployment, InputNote
+from .files import load_yaml, read_text
 from .serve_cmd import engine_args_for
 
 #: Friendly words for pydantic's error types.
@@ -157,15 +157,86 @@ def case_from_dict(data: Any, source: str) -> CaseFile:
     return case
 
 
-def load_case(path: str | Path) -> CaseFile:
-    """Read and validate a case file (YAML, FORMAT.md layout). ``case.source`` is set to ``path``."""
+def _yaml_data(path: str | Path) -> Any:
     source = str(path)
     text = read_text(path)
     try:
-        data = yaml.safe_load(text)
+        return load_yaml(text, source)
     except yaml.YAMLError as exc:
         raise InputFileError(_yaml_error(exc), source=source) from None
-    return case_from_dict(data, source)
+
+
+def load_case(path: str | Path) -> CaseFile:
+    """Read and validate a case file (YAML, FORMAT.md layout). ``case.source`` is set to ``path``."""
+    return case_from_dict(_yaml_data(path), str(path))
+
+
+#: Fields a lenient load may drop before it gives up on the file (each drop is one validation pass).
+MAX_DROPPED_FIELDS = 64
+
+
+def _drop(data: Any, loc: tuple[Any, ...]) -> tuple[Any, ...] | None:
+    """Delete the value at ``loc`` (or, when it is missing there, its nearest existing parent);
+    returns the location deleted, None when only the whole document is left."""
+    for end in range(len(loc), 0, -1):
+        node = data
+        try:
+            for part in loc[: end - 1]:
+                node = node[part]
+            last = loc[end - 1]
+            if isinstance(node, dict) and last in node or isinstance(node, list) and isinstance(last, int) and 0 <= last < len(node):
+                del node[last]
+                return loc[:end]
+        except (KeyError, IndexError, TypeError):
+            continue
+    return None
+
+
+def load_case_lenient(path: str | Path) -> tuple[CaseFile, list[InputNote]]:
+    """The case with every field that fails validation left out, and a note per field left out.
+
+    ``ask``, ``memo`` and ``chat`` answer from what is usable (issue 15: one bad field must not cost
+    the answer); ``load_case`` stays strict for the commands that check a file. A file that cannot
+    be read or parsed as YAML at all still raises its one-line error.
+    """
+    source = str(path)
+    data = _yaml_data(path)
+    if not isinstance(data, dict):
+        case_from_dict(data, source)  # raises the one-line error for a non-mapping document
+    data = _without_null_blocks(data)
+    notes: list[InputNote] = []
+    for _ in range(MAX_DROPPED_FIELDS):
+        try:
+            case = CaseFile.model_validate(data)
+            break
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            dropped = _drop(data, tuple(first.get("loc", ())))
+            if dropped is None:
+                raise _validation_error(exc, source) from None
+            notes.append(InputNote(code="profile_field_dropped", source=source, field=_field_path(dropped), detail=_explain(first)))
+    else:
+        raise InputFileError(f"more than {MAX_DROPPED_FIELDS} fields fail validation", source=source)
+    case.source = source
+    dep = case.deployment
+    if dep.serve_command:
+        try:
+            engine_args_for(Deployment(serve_command=dep.serve_command))
+        except AdvisorError as exc:
+            notes.append(InputNote(code="serve_cmd_skipped", source=source, field="deployment.serve_command", detail=exc.message))
+            dep.serve_command = None
+    for key, value in list(dep.flags.items()):
+        try:
+            engine_args_for(Deployment(flags={key: value}))
+        except AdvisorError as exc:
+            notes.append(InputNote(code="flag_dropped", source=source, field=f"deployment.flags.{key}", detail=exc.message))
+            del dep.flags[key]
+    try:
+        engine_args_for(dep)
+    except AdvisorError as exc:  # values fine one by one, refused together
+        notes.append(InputNote(code="flag_dropped", source=source, field="deployment.flags", detail=exc.message))
+        dep.flags = {}
+    return case, notes
 
 
 def case_to_yaml(case: CaseFile) -> str:

@@ -7,7 +7,12 @@ becomes one clear :class:`~vllm_advisor.errors.InputFileError` line, and memory 
 from __future__ import annotations
 
 import os
+import re
+import stat
 from pathlib import Path
+from typing import Any
+
+import yaml
 
 from ..errors import InputFileError
 
@@ -28,14 +33,61 @@ def max_input_bytes() -> int:
     return DEFAULT_MAX_INPUT_BYTES
 
 
+def _env_int(name: str, default: int, scale: int = 1) -> int:
+    raw = os.environ.get(name)
+    if raw:
+        try:
+            value = int(float(raw) * scale)
+            if value > 0:
+                return value
+        except (ValueError, OverflowError):
+            pass
+    return default
+
+
+#: Longest line a line-oriented reader (server logs, /metrics text, CSV) takes, in characters.
+#: Real lines are under a few KiB; a 10 MB label or a log line of megabytes is refused (metrics) or
+#: cut (logs) instead of costing gigabytes. Override with VLLM_ADVISOR_MAX_LINE_KB.
+DEFAULT_MAX_LINE_CHARS = 256 * 1024
+#: YAML: aliases (``*name``) a document may use, and how deeply it may nest. Case files and reports
+#: use none; a handful of aliases that each repeat a list of aliases is how a 400-byte file expands
+#: into gigabytes (an "alias bomb"), so the budget is small. VLLM_ADVISOR_MAX_YAML_ALIASES overrides.
+DEFAULT_MAX_YAML_ALIASES = 16
+MAX_YAML_DEPTH = 64
+
+
+def max_line_chars() -> int:
+    return _env_int("VLLM_ADVISOR_MAX_LINE_KB", DEFAULT_MAX_LINE_CHARS, 1024)
+
+
+def _kind_of(mode: int) -> str | None:
+    """What a non-regular file is: reading a FIFO or a terminal would wait forever, a device has no end."""
+    if stat.S_ISFIFO(mode):
+        return "a named pipe (FIFO)"
+    if stat.S_ISCHR(mode) or stat.S_ISBLK(mode):
+        return "a device"
+    if stat.S_ISSOCK(mode):
+        return "a socket"
+    if not stat.S_ISREG(mode):
+        return "not a regular file"
+    return None
+
+
 def check_readable(path: str | Path, max_bytes: int | None = None) -> Path:
     """Exists, is a regular file, is not empty, is not over the size limit."""
     p = Path(path)
-    if not p.exists():
-        raise InputFileError("no such file", source=str(path))
-    if p.is_dir():
+    try:
+        st = p.stat()
+    except FileNotFoundError:
+        raise InputFileError("no such file", source=str(path)) from None
+    except OSError as exc:
+        raise InputFileError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+    if stat.S_ISDIR(st.st_mode):
         raise InputFileError("is a directory, expected a file", source=str(path))
-    size = p.stat().st_size
+    kind = _kind_of(st.st_mode)
+    if kind:
+        raise InputFileError(f"is {kind}, expected a regular file", source=str(path))
+    size = st.st_size
     if size == 0:
         raise InputFileError("file is empty", source=str(path))
     limit = max_bytes if max_bytes is not None else max_input_bytes()
@@ -59,8 +111,13 @@ def looks_binary(head: bytes) -> bool:
 
 
 def read_head(path: str | Path, n: int = 4096) -> bytes:
-    with open(path, "rb") as fh:
-        return fh.read(n)
+    """The first ``n`` bytes of a regular file (anything else is refused before it is opened)."""
+    check_readable(path, max_bytes=2**62)
+    try:
+        with open(path, "rb") as fh:
+            return fh.read(n)
+    except OSError as exc:
+        raise InputFileError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
 
 
 def read_text(path: str | Path, max_bytes: int | None = None) -> str:
@@ -68,11 +125,78 @@ def read_text(path: str | Path, max_bytes: int | None = None) -> str:
     p = check_readable(path, max_bytes)
     if looks_binary(read_head(p, 1024)):
         raise InputFileError("is a binary file, expected text (JSON, YAML, CSV or a log)", source=str(path))
+    limit = max_bytes if max_bytes is not None else max_input_bytes()
     try:
-        data = p.read_bytes()
+        with open(p, "rb") as fh:
+            data = fh.read(limit + 1)  # a file that grew since stat() is still cut at the limit
     except OSError as exc:
         raise InputFileError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+    if len(data) > limit:
+        raise InputFileError(f"file grew past the {limit / 2**20:g} MiB limit while it was read", source=str(path))
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         raise InputFileError(f"not UTF-8 text (byte {exc.start})", source=str(path)) from None
+
+
+def bounded_lines(text: str, source: str, *, cut: bool) -> list[str]:
+    """The text's lines, none longer than :func:`max_line_chars`: a longer line is cut (``cut``,
+    for logs, where the start of a line says what it is) or refused with its line number."""
+    limit = max_line_chars()
+    lines = text.splitlines()
+    if len(text) <= limit:
+        return lines
+    for number, line in enumerate(lines, 1):
+        if len(line) > limit:
+            if not cut:
+                raise InputFileError(
+                    f"line {number} is {len(line):,} characters long, over the {limit:,} limit (set VLLM_ADVISOR_MAX_LINE_KB to raise it)",
+                    source=source,
+                )
+            lines[number - 1] = line[:limit]
+    return lines
+
+
+# --------------------------------------------------------------------------- YAML
+
+
+class _BoundedLoader(yaml.SafeLoader):
+    """pyyaml's safe loader with a budget of aliases and a nesting limit (both checked while the
+    document is composed, before any object is built)."""
+
+    max_aliases = DEFAULT_MAX_YAML_ALIASES
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._aliases = 0
+        self._depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:  # type: ignore[override]
+        if self.check_event(yaml.AliasEvent):
+            self._aliases += 1
+            if self._aliases > self.max_aliases:
+                raise yaml.composer.ComposerError(
+                    None, None, f"more than {self.max_aliases} aliases (*name): refused, a file that repeats itself this way can expand without bound", self.peek_event().start_mark
+                )
+        self._depth += 1
+        if self._depth > MAX_YAML_DEPTH:
+            raise yaml.composer.ComposerError(None, None, f"nested deeper than {MAX_YAML_DEPTH} levels", self.peek_event().start_mark)
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+
+
+_FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+_ANCHOR = re.compile(r"(?:^|[\s:,\[{-])&[^\s,\[\]{}]")
+
+
+def load_yaml(text: str, source: str | None = None) -> Any:
+    """YAML with bounded aliases and depth; raises ``yaml.YAMLError`` (callers word it).
+
+    A document without anchors cannot use aliases, so it takes libyaml's fast loader (whose own
+    nesting limit is 1,000); one with anchors takes the bounded pure-Python loader."""
+    if _ANCHOR.search(text):
+        loader = type("_Loader", (_BoundedLoader,), {"max_aliases": _env_int("VLLM_ADVISOR_MAX_YAML_ALIASES", DEFAULT_MAX_YAML_ALIASES)})
+        return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader subclass
+    return yaml.load(text, Loader=_FAST_LOADER)  # noqa: S506 - the safe loader

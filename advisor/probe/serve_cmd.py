@@ -54,8 +54,12 @@ _TYPED_FIELDS = frozenset(EngineArgs.model_fields) - {"extra", "env"}
 class ServeCommand:
     """A parsed command line, before merging with a case file's ``flags``."""
 
-    launcher: str  # "vllm serve" | "api_server" | "docker" | "flags"
+    launcher: str  # "vllm serve" | "api_server" | "docker" | "flags" | "sglang" | "tgi"
     model: str | None = None
+    #: which engine the command starts: "vllm", or "sglang" / "tgi" whose flags were rewritten to
+    #: vLLM's (:mod:`.foreign_flags`); ``mapped`` lists the rewrites, ``extra`` keeps the rest
+    engine: str = "vllm"
+    mapped: list[str] = field(default_factory=list)
     values: dict[str, Any] = field(default_factory=dict)  # underscored field -> coerced value
     env: dict[str, str] = field(default_factory=dict)
     positional: list[str] = field(default_factory=list)
@@ -230,6 +234,11 @@ def _launcher_index(seg: list[str]) -> tuple[str, int] | None:
     """Where the vLLM arguments start in one shell segment, and what launched them."""
     for i, tok in enumerate(seg):
         base = tok.rsplit("/", 1)[-1]
+        nxt = seg[i + 1] if i + 1 < len(seg) else ""
+        if tok == "-m" and nxt.startswith("sglang.launch_server") or base == "sglang" and nxt in ("serve", "launch_server"):
+            return "sglang", i + 2
+        if base == "text-generation-launcher" or "text-generation-inference" in tok:
+            return "tgi", i + 1
         if base == "vllm" and i + 1 < len(seg) and seg[i + 1] == "serve":
             return "vllm serve", i + 2
         if tok == "-m" and i + 1 < len(seg) and seg[i + 1].startswith("vllm.entrypoints"):
@@ -423,7 +432,7 @@ def parse_command(cmd: str) -> ServeCommand:
             launcher, start = found
             for earlier in segments[:index]:
                 _env_from_prefix(earlier, env)
-            _env_from_prefix(seg[: start - (2 if launcher in ("vllm serve", "api_server") else 1)], env)
+            _env_from_prefix(seg[: start - (2 if launcher in ("vllm serve", "api_server", "sglang") else 1)], env)
             args = seg[start:]
             break
     else:
@@ -435,8 +444,9 @@ def parse_command(cmd: str) -> ServeCommand:
             lead += 1
         if lead < len(words) and not words[lead].startswith("-"):
             raise UsageError(
-                f"not a vLLM serve command: expected 'vllm serve MODEL ...', "
-                f"'python -m vllm.entrypoints.openai.api_server ...' or flags, got {words[lead]!r} first"
+                f"not a serve command: expected 'vllm serve MODEL ...', "
+                f"'python -m vllm.entrypoints.openai.api_server ...', 'python -m sglang.launch_server ...', "
+                f"'text-generation-launcher ...' or flags, got {words[lead][:60]!r} first"
             )
         for earlier in segments[:-1]:
             _env_from_prefix(earlier, env)
@@ -444,6 +454,12 @@ def parse_command(cmd: str) -> ServeCommand:
         launcher, args = "flags", words[lead:]
 
     out = ServeCommand(launcher=launcher, env=env)
+    if launcher in ("sglang", "tgi"):
+        from .foreign_flags import translate
+
+        translated = translate(launcher, args)
+        out.engine, out.mapped, args = launcher, translated.mapped, translated.args
+        out.values.update(translated.kept)
     _parse_args(args, out)
     model = out.values.pop("model", None)
     if model is None and out.positional:
@@ -478,7 +494,7 @@ def parse_serve_command(cmd: str) -> Deployment:
     parsed = parse_command(cmd)
     quant = parsed.values.get("quantization")
     return Deployment(
-        engine="vllm",
+        engine=parsed.engine,
         model=parsed.model,
         quantization=quant if isinstance(quant, str) else None,
         num_gpus=_num_gpus(parsed.values, parsed.env),

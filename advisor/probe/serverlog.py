@@ -37,7 +37,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, BinaryIO, Iterable, Iterator
 
-from ..errors import InputFileError
+from ..errors import InputFileError, UnknownFormatError
 from ..schema import ServerLogInfo, ServerStatsLine
 from .files import check_readable, looks_binary, max_input_bytes, read_head
 
@@ -414,7 +414,7 @@ class _Scan:
     # -- result ------------------------------------------------------------------------------
     def result(self) -> ServerLogInfo:
         if not self.found:
-            raise InputFileError(
+            raise UnknownFormatError(
                 "does not look like a vLLM server log: none of " + ", ".join(repr(m) for m in _MARKERS) + " found",
                 source=self.source,
             )
@@ -536,11 +536,26 @@ def _lines(fh: BinaryIO) -> Iterator[str]:
         yield raw.decode("utf-8", errors="replace")
 
 
+#: Exceptions a line of unexpected shape can raise in the line parsers (a number too large for a
+#: float, a literal that is not one). Log lines are independent: such a line is skipped and counted.
+_LINE_FAILURES = (ValueError, OverflowError, TypeError, KeyError, IndexError, AttributeError, ArithmeticError, RecursionError, SyntaxError, MemoryError)
+
+
 def _scan(lines: Iterable[str], source: str) -> ServerLogInfo:
     scan = _Scan(source)
+    bad: list[int] = []
     for line_no, line in enumerate(lines, start=1):
-        scan.feed(line, line_no)
-    return scan.result()
+        try:
+            scan.feed(line, line_no)
+        except _LINE_FAILURES:
+            bad.append(line_no)
+    if bad:
+        shown = ", ".join(str(n) for n in bad[:5]) + (f" and {len(bad) - 5} more" if len(bad) > 5 else "")
+        scan.notes.append(f"line{'s' if len(bad) > 1 else ''} {shown} could not be read and {'were' if len(bad) > 1 else 'was'} skipped")
+    try:
+        return scan.result()
+    except _LINE_FAILURES as exc:
+        raise InputFileError(f"the log's figures do not add up ({type(exc).__name__}: {str(exc)[:80]})", source=source) from None
 
 
 def parse_server_log(path: str | Path) -> ServerLogInfo:

@@ -10,6 +10,7 @@ from .cause_ids import CAUSE_IDS, CauseId
 from .deployment import Deployment, EngineArgs
 from .finding import Citation, Diagnosis, Evidence, Finding, MissingMeasurement, Recommendation, SimilarReport
 from .metrics import MetricFamily, MetricSample, MetricsSnapshot, MetricsWindow, SeriesWindow
+from .notes import InputNote
 from .serverlog import ServerLogInfo, ServerStatsLine
 
 __all__ = [
@@ -28,6 +29,7 @@ __all__ = [
     "Deployment",
     "Distribution",
     "EngineArgs",
+    "InputNote",
     "LatencyFigures",
     "MetricFamily",
     "MetricSample",

@@ -19,9 +19,7 @@ import orjson
 import yaml
 
 from ...errors import InputFileError
-from ..files import read_text
-
-_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+from ..files import bounded_lines, load_yaml, read_text
 
 
 @dataclass
@@ -116,12 +114,15 @@ def _json_error_text(exc: json.JSONDecodeError, text: str) -> str:
 
 def _parse_other(path: Path, text: str) -> InputDocument:
     try:
-        value = yaml.load(text, Loader=_YAML_LOADER)
-    except yaml.YAMLError:
+        value = load_yaml(text, str(path))
+    except yaml.YAMLError as exc:
+        if "alias" in str(exc) or "nested deeper" in str(exc):
+            raise InputFileError(f"YAML refused: {getattr(exc, 'problem', None) or exc}", source=str(path)) from None
         value = None
     if isinstance(value, dict):
         return InputDocument(path, "yaml", value)
     if _looks_like_csv(text):
+        bounded_lines(text, str(path), cut=False)
         reader = csv.DictReader(io.StringIO(text.lstrip()), dialect=_csv_dialect(text))
         columns = [c.strip() for c in (reader.fieldnames or [])]
         rows = [{(k or "").strip(): v for k, v in row.items()} for row in reader]

@@ -1,0 +1,167 @@
+"""SGLang and TGI launch flags as data: which vLLM flag each one corresponds to, where one exists.
+
+Why: a user who compares engines (or moved from one) pastes the command of the other engine. The
+advisor models vLLM's scheduler, so the command is read as the closest vLLM configuration: the
+flags that set the same quantity (tensor parallelism, the per-step prefill budget, the batch cap,
+the memory fraction, the context length) are rewritten to vLLM's spelling and then parsed by the
+ordinary vLLM parser, every rewrite is reported, and flags with no vLLM counterpart are kept as
+given under ``<engine>_<name>`` in ``EngineArgs.extra``. Nothing here guesses a value.
+
+Sources: SGLang's ``python/sglang/srt/server_args.py`` (``ServerArgs.add_cli_args``) and TGI's
+``launcher/src/main.rs`` (clap ``Args``), as documented in their server-argument pages.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+Engine = str  # "sglang" | "tgi"
+
+
+@dataclass(frozen=True)
+class ForeignFlag:
+    """One flag of another engine. ``vllm``: the vLLM flag written instead (None: no equivalent);
+    ``switch``: the flag takes no value; ``off``: a value meaning the feature is off (written as
+    ``off_flag`` instead of ``vllm VALUE``)."""
+
+    names: tuple[str, ...]
+    vllm: str | None
+    switch: bool = False
+    off: str | None = None
+    off_flag: str | None = None
+    approx: str | None = None  # why the mapping is only approximate, said in the note
+
+
+def _f(*names: str, vllm: str | None = None, **kw) -> ForeignFlag:
+    return ForeignFlag(names=names, vllm=vllm, **kw)
+
+
+SGLANG: tuple[ForeignFlag, ...] = (
+    _f("--model-path", "--model", vllm="--model"),
+    _f("--tp", "--tp-size", "--tensor-parallel-size", vllm="--tensor-parallel-size"),
+    _f("--dp", "--dp-size", "--data-parallel-size", vllm="--data-parallel-size"),
+    _f("--pp", "--pp-size", "--pipeline-parallel-size", vllm="--pipeline-parallel-size"),
+    _f("--context-length", vllm="--max-model-len"),
+    _f("--mem-fraction-static", "--mem-frac", vllm="--gpu-memory-utilization",
+       approx="SGLang's static fraction excludes activations, vLLM's includes them"),
+    _f("--max-running-requests", vllm="--max-num-seqs"),
+    _f("--chunked-prefill-size", vllm="--max-num-batched-tokens", off="-1", off_flag="--no-enable-chunked-prefill"),
+    _f("--kv-cache-dtype", vllm="--kv-cache-dtype"),
+    _f("--quantization", vllm="--quantization"),
+    _f("--dtype", vllm="--dtype"),
+    _f("--trust-remote-code", vllm="--trust-remote-code", switch=True),
+    _f("--disable-radix-cache", vllm="--no-enable-prefix-caching", switch=True),
+    _f("--disable-cuda-graph", vllm="--enforce-eager", switch=True),
+    _f("--cuda-graph-max-bs", vllm="--max-cudagraph-capture-size"),
+    _f("--attention-backend", vllm="--attention-backend", approx="backend names differ between engines"),
+    _f("--served-model-name", vllm="--served-model-name"),
+    _f("--tokenizer-path", vllm="--tokenizer"),
+    _f("--host", vllm="--host"),
+    _f("--port", vllm="--port"),
+    _f("--api-key", vllm="--api-key"),
+    _f("--enable-ep-moe", "--enable-expert-parallel", vllm="--enable-expert-parallel", switch=True),
+    _f("--max-prefill-tokens", vllm=None),
+    _f("--max-total-tokens", vllm=None),
+    _f("--schedule-policy", vllm=None),
+    _f("--schedule-conservativeness", vllm=None),
+    _f("--enable-torch-compile", vllm=None, switch=True),
+    _f("--enable-dp-attention", vllm=None, switch=True),
+    _f("--enable-mixed-chunk", vllm=None, switch=True),
+    _f("--disable-overlap-schedule", vllm=None, switch=True),
+    _f("--log-requests", vllm=None, switch=True),
+    _f("--enable-metrics", vllm=None, switch=True),
+    _f("--speculative-algorithm", vllm=None),
+    _f("--speculative-draft-model-path", vllm=None),
+    _f("--speculative-num-steps", vllm=None),
+    _f("--speculative-eagle-topk", vllm=None),
+    _f("--speculative-num-draft-tokens", vllm=None),
+)
+
+TGI: tuple[ForeignFlag, ...] = (
+    _f("--model-id", vllm="--model"),
+    _f("--num-shard", vllm="--tensor-parallel-size"),
+    _f("--max-total-tokens", vllm="--max-model-len", approx="TGI's per-request prompt + output limit"),
+    _f("--max-batch-prefill-tokens", vllm="--max-num-batched-tokens"),
+    _f("--max-batch-size", vllm="--max-num-seqs"),
+    _f("--cuda-memory-fraction", vllm="--gpu-memory-utilization"),
+    _f("--quantize", vllm="--quantization"),
+    _f("--dtype", vllm="--dtype"),
+    _f("--kv-cache-dtype", vllm="--kv-cache-dtype"),
+    _f("--trust-remote-code", vllm="--trust-remote-code", switch=True),
+    _f("--revision", vllm="--revision"),
+    _f("--port", vllm="--port"),
+    _f("--hostname", vllm="--host"),
+    _f("--sharded", vllm=None),
+    _f("--max-input-length", "--max-input-tokens", vllm=None),
+    _f("--max-batch-total-tokens", vllm=None),
+    _f("--max-concurrent-requests", vllm=None),
+    _f("--max-waiting-tokens", vllm=None),
+    _f("--waiting-served-ratio", vllm=None),
+    _f("--cuda-graphs", vllm=None),
+    _f("--speculate", vllm=None),
+    _f("--disable-custom-kernels", vllm=None, switch=True),
+    _f("--json-output", vllm=None, switch=True),
+)
+
+TABLES: dict[Engine, tuple[ForeignFlag, ...]] = {"sglang": SGLANG, "tgi": TGI}
+ENGINE_NAMES = {"sglang": "SGLang", "tgi": "TGI", "vllm": "vLLM"}
+
+
+def _index(table: tuple[ForeignFlag, ...]) -> dict[str, ForeignFlag]:
+    return {name: spec for spec in table for name in spec.names}
+
+
+_INDEX = {engine: _index(table) for engine, table in TABLES.items()}
+
+
+@dataclass
+class Translation:
+    """A foreign command's arguments in vLLM's spelling, with what was rewritten and what was kept."""
+
+    args: list[str]
+    mapped: list[str]  # "--chunked-prefill-size -> --max-num-batched-tokens"
+    kept: dict[str, object]  # flags with no vLLM equivalent: extra key -> value as given
+
+
+def _is_flag(tok: str) -> bool:
+    return tok.startswith("-") and tok != "-" and not tok.lstrip("-").replace(".", "", 1).isdigit()
+
+
+def translate(engine: Engine, args: list[str]) -> Translation:
+    """Rewrite ``args`` (what follows the launcher) of ``engine`` into vLLM arguments."""
+    index = _INDEX[engine]
+    out = Translation(args=[], mapped=[], kept={})
+    i = 0
+    while i < len(args):
+        tok = args[i]
+        i += 1
+        if not _is_flag(tok):
+            out.args.append(tok)  # a positional (TGI and SGLang take none; kept for the model guess)
+            continue
+        name, has_eq, inline = tok.partition("=")
+        name = "--" + name.lstrip("-").replace("_", "-")
+        spec = index.get(name)
+        value: str | None = inline if has_eq else None
+        if value is None and (spec is None or not spec.switch) and i < len(args) and not _is_flag(args[i]):
+            value = args[i]
+            i += 1
+        key = f"{engine}_{name.lstrip('-').replace('-', '_')}"
+        if spec is None or spec.vllm is None:
+            out.kept[key] = True if value is None else value
+            continue
+        if spec.off is not None and value is not None and value.strip() == spec.off and spec.off_flag:
+            out.args.append(spec.off_flag)
+            out.mapped.append(f"{name} {value} -> {spec.off_flag}")
+            continue
+        if spec.switch:
+            if value is not None and value.strip().lower() in ("false", "0", "no"):
+                continue
+            out.args.append(spec.vllm)
+        elif value is None:
+            out.kept[key] = True  # a value flag without its value: kept, the vLLM parser never sees it
+            continue
+        else:
+            out.args.extend([spec.vllm, value])
+        if spec.vllm != name:
+            out.mapped.append(f"{name} -> {spec.vllm}" + (f" ({spec.approx})" if spec.approx else ""))
+    return out

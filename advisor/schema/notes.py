@@ -1,0 +1,49 @@
+"""A piece of the user's input that was set aside, typed so writers can word it (message ids).
+
+Why: one unreadable attachment or a foreign serve command must not cost the whole answer; the
+piece is skipped and the answer says which file or field and why. The note carries a code (the
+message id), where it happened (file, field) and the one-line reason the reader produced; the
+sentence a person reads is made from these by a writer, never stored here.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel
+
+InputNoteCode = Literal[
+    "attachment_skipped",  # an attached file could not be read or is of no known kind
+    "folder_skipped",  # a file inside an attached run folder was not recognised
+    "profile_field_dropped",  # a case-file field failed validation and was left out
+    "profile_unreadable",  # the case file itself could not be read; the question answered without it
+    "serve_cmd_skipped",  # the serve command could not be read
+    "serve_cmd_engine",  # the serve command is another engine's; its flags were mapped to vLLM's
+    "flag_dropped",  # a flag of the case file's flags mapping has a bad value
+    "workload_bounded",  # a workload value above what the model simulates
+]
+
+
+class InputNote(BaseModel):
+    code: InputNoteCode
+    source: str | None = None  # the file (or "--serve-cmd")
+    field: str | None = None  # the field path inside it
+    detail: str = ""  # the reader's own one-line reason, or the mapped flags
+
+    def text(self) -> str:
+        """The English line, for writers that have no message catalogue of their own yet."""
+        where = self.source or ""
+        if self.field:
+            where = f"{where}: field '{self.field}'" if where else f"field '{self.field}'"
+        verb = {
+            "attachment_skipped": "skipped",
+            "folder_skipped": "skipped",
+            "profile_field_dropped": "left out",
+            "profile_unreadable": "not read",
+            "serve_cmd_skipped": "serve command skipped",
+            "serve_cmd_engine": "",
+            "flag_dropped": "flag left out",
+            "workload_bounded": "not modelled",
+        }[self.code]
+        head = " ".join(f"{where} {verb}".split())
+        return f"{head}: {self.detail}" if head else self.detail

@@ -1,0 +1,121 @@
+"""Issue 15 §1: one input that cannot be used never costs the whole answer.
+
+The case library (knowledge/cases/, filled by other helpers while this test exists), the dev cases
+and the repository's examples are globbed when the test runs: every one must give an answer.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from vllm_advisor.cli.main import cli
+from vllm_advisor.diagnosis.inputs import gather
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared"
+CASE_FOLDERS = [SHARED / "cases" / "dev", REPO / "examples", REPO / "knowledge" / "cases"]
+CASES = sorted(p for folder in CASE_FOLDERS if folder.is_dir() for p in folder.glob("*.yaml"))
+DEV = SHARED / "cases" / "dev"
+
+
+def _ask(*args: str) -> tuple[int, dict, str]:
+    result = CliRunner().invoke(cli, ["ask", *args, "--json", "--no-log"])
+    out = result.stdout
+    data = json.loads(out) if result.exit_code == 0 else {}
+    return result.exit_code, data, result.stderr if hasattr(result, "stderr") else result.output
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda p: f"{p.parent.name}/{p.name}")
+def test_every_case_file_gets_an_answer(case: Path, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("VLLM_ADVISOR_HOME", str(tmp_path))
+    code, data, err = _ask("--profile", str(case))
+    assert code == 0, err
+    assert data["answer"].strip()
+
+
+def test_case_folders_are_found() -> None:
+    assert len([c for c in CASES if c.parent == DEV]) >= 12
+
+
+def _write_case(tmp_path: Path, source: Path, edit) -> Path:
+    data = yaml.safe_load(source.read_text(encoding="utf-8"))
+    edit(data)
+    path = tmp_path / source.name
+    path.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    return path
+
+
+def test_foreign_serve_command_in_a_case_is_mapped(tmp_path) -> None:
+    def edit(d):
+        d["deployment"]["serve_command"] = ("python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct "
+                                            "--quantization awq --chunked-prefill-size 2048 --mem-fraction-static 0.9 --enable-mixed-chunk")
+    case = _write_case(tmp_path, DEV / "sglang-922-16k-ttft-a6000.yaml", edit)
+    inputs = gather(profile=case)
+    assert inputs.deployment.engine == "sglang"
+    assert inputs.engine_args.max_num_batched_tokens == 2048 and inputs.engine_args.gpu_memory_utilization == 0.9
+    note = next(n for n in inputs.skipped if n.code == "serve_cmd_engine")
+    assert "--chunked-prefill-size -> --max-num-batched-tokens" in note.detail and "--enable-mixed-chunk" in note.detail
+    assert inputs.engine is not None  # the model still ran
+
+
+def test_bad_fields_are_left_out_with_a_note(tmp_path) -> None:
+    def edit(d):
+        d["workload"]["concurrency"] = "lots"
+        d["deployment"]["flags"] = {"max_num_seqs": "many", "enable_prefix_caching": True}
+        d["deployment"]["gpu"] = "NoSuchGPU-9000"
+        d["deployment"]["model"] = "Llama-3.1-70B-Instruct"
+        d["observations"][0]["ttft_ms"] = {"mean": [1, 2]}
+        d["mystery_key"] = 1
+    case = _write_case(tmp_path, DEV / "vllm-3096-ttft-queue-rate.yaml", edit)
+    inputs = gather(profile=case)
+    fields = {(n.code, n.field) for n in inputs.skipped}
+    assert ("profile_field_dropped", "workload.concurrency") in fields
+    assert ("profile_field_dropped", "mystery_key") in fields
+    assert ("profile_field_dropped", "observations[0].ttft_ms.mean") in fields
+    assert ("flag_dropped", "deployment.flags.max_num_seqs") in fields
+    assert inputs.engine_args.enable_prefix_caching is True
+    code, data, err = _ask("--profile", str(case))
+    assert code == 0, err
+    assert any("NoSuchGPU-9000" in n for n in data["notes"])  # an unknown GPU is a note, not a failure
+    assert any("workload.concurrency" in n for n in data["notes"])
+
+
+def test_unreadable_attachments_are_skipped(tmp_path, fixtures_dir) -> None:
+    bench = next((fixtures_dir / "real-bench" / "vllm-bench").glob("*.json"))
+    (tmp_path / "cmd.txt").write_text("vllm bench serve --model m --dataset-name random\n")
+    (tmp_path / "blob.bin").write_bytes(b"\x00\x01\x02" * 100)
+    case = DEV / "vllm-3096-ttft-queue-rate.yaml"
+    code, data, err = _ask("--profile", str(case), "--attach", str(bench), "--attach", str(tmp_path / "cmd.txt"),
+                           "--attach", str(tmp_path / "blob.bin"), "--attach", str(tmp_path / "missing.json"))
+    assert code == 0, err
+    notes = "\n".join(data["notes"])
+    for name in ("cmd.txt skipped", "blob.bin skipped", "missing.json skipped"):
+        assert name in notes
+
+
+def test_attach_a_run_folder_lists_what_it_skipped(tmp_path, fixtures_dir) -> None:
+    folder = fixtures_dir / "real-bench" / "vllm-bench"
+    inputs = gather(question="why is TTFT high?", attachments=[folder])
+    assert inputs.measured, "the folder's benchmark files were read"
+    skipped = [n for n in inputs.skipped if n.code == "folder_skipped"]
+    assert any(n.source.endswith("PROVENANCE.md") for n in skipped)
+    assert all(n.detail for n in skipped)
+
+
+def test_foreign_serve_command_flag_and_engine_note() -> None:
+    code, data, err = _ask("why is TTFT 15 s?", "--serve-cmd", "text-generation-launcher --model-id meta-llama/Llama-3.1-8B-Instruct "
+                           "--num-shard 2 --max-batch-prefill-tokens 4096 --max-batch-total-tokens 100000", "--gpu", "A100-80G")
+    assert code == 0, err
+    assert any("TGI flags read as vLLM's" in n and "--max-batch-total-tokens" in n for n in data["notes"])
+    assert any("engine tgi" in n for n in data["notes"])
+
+
+def test_probe_load_stays_strict(tmp_path) -> None:
+    (tmp_path / "cmd.txt").write_text("vllm bench serve --model m\n")
+    result = CliRunner().invoke(cli, ["probe", "load", str(tmp_path / "cmd.txt")])
+    assert result.exit_code == 3
