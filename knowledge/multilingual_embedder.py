@@ -89,7 +89,7 @@ def _fast_backend(cache_dir: Path):
         backend = NumpyBackend.__new__(NumpyBackend)
         backend.sp = sp
         backend.threads = 1
-        backend._threadpool = None  # one BLAS thread is fastest for one short query on 2 cores
+        backend._threadpool = _one_blas_thread()  # one short query: more BLAS threads only contend
         for name, value in arrays.items():
             setattr(backend, name, value)
         for name in ("w1", "b1", "w2", "b2"):
@@ -101,7 +101,13 @@ def _fast_backend(cache_dir: Path):
         return None
 
 
-_SCALARS = {"eps"}
+def _one_blas_thread():
+    try:
+        from threadpoolctl import ThreadpoolController
+
+        return ThreadpoolController().limit
+    except Exception:  # noqa: BLE001 - without threadpoolctl the package's default stands
+        return None
 
 
 def _cached_arrays(cache_dir: Path) -> dict[str, np.ndarray]:

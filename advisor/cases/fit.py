@@ -239,6 +239,7 @@ class Report:
     reliability: list
     per_case: list[tuple[str, str, list[str], list[str], float]]  # id, lang, truth, top3, p1
     errors: dict[str, str]
+    library_ids: set = field(default_factory=set)
     model: object = None
     index: object = None
 
@@ -262,6 +263,7 @@ def run(cache_dir: Path | None = None, progress=None, *, look_at_validation: boo
     for ev, v in zip(evs, vectors):
         ev.vector = v
     index = build_index(cases, vectors)
+    library_ids = {c.id for c in cases if c.origin == "library"}
 
     fit_idx = [k for k, c in enumerate(cases) if c.part == "fit"]
     val_idx = [k for k, c in enumerate(cases) if c.part == "validation"]
@@ -280,7 +282,7 @@ def run(cache_dir: Path | None = None, progress=None, *, look_at_validation: boo
 
     # 5-fold cross-validation over everything, folds by a hash of the id (fixed, like the split)
     fold = [int(hashlib.sha256(c.id.encode()).hexdigest()[8:16], 16) % 5 for c in cases]
-    cv_rank, cv_board, cv_const, cv_truth = [], [], [], []
+    cv_rank, cv_board, cv_const, cv_truth, cv_ids = [], [], [], [], []
     for f in range(5):
         train = [k for k in range(len(cases)) if fold[k] != f]
         test = [k for k in range(len(cases)) if fold[k] == f]
@@ -290,7 +292,10 @@ def run(cache_dir: Path | None = None, progress=None, *, look_at_validation: boo
         cv_board += board_rankings([evs[k] for k in test])
         cv_const += constant_rankings([cases[k] for k in train], len(test))
         cv_truth += [cases[k].report.causes for k in test]
+        cv_ids += [(cases[k].id, cases[k].language) for k in test]
 
+    if not look_at_validation:  # feature work reads the cross-validated fitting part instead
+        per_case = [(cid, lang, list(t), r[:3], 0.0) for (cid, lang), t, r in zip(cv_ids, cv_truth, cv_rank)]
     # the shipped model: fitted on the fitting part; neighbours at run time: the whole library
     return Report(
         validation,
@@ -302,6 +307,7 @@ def run(cache_dir: Path | None = None, progress=None, *, look_at_validation: boo
         reliability(p, val_cases),
         per_case,
         {ev.id: ev.error for ev in evs if ev.error},
+        library_ids,
         model,
         index,
     )
@@ -318,7 +324,9 @@ def write_artifacts(report: Report) -> list[Path]:
     index = Path(knowledge_init).parent / INDEX_FILE
     report.model.meta.update({"validation_top1": round(report.validation["all"].top1, 3), "validation_recall3": round(report.validation["all"].recall3, 3)})
     weights.write_text(report.model.to_json() + "\n")
-    report.index.save(index)
+    # shipped: the library's own reports only (the developer cases stay in shared/, their words too)
+    library = [k for k, cid in enumerate(report.index.ids) if cid in report.library_ids]
+    report.index.subset(library).save(index)
     return [weights, index]
 
 
