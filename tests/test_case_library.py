@@ -55,7 +55,9 @@ def test_exclusion_hash_uses_the_documented_url_form():
 def test_split_is_a_fixed_rule_on_the_id(library):
     parts = Counter(c.part for c in library)
     if len(library) >= 100:
-        assert parts["validation"] >= 40
+        # the hash rule sends ~30% to validation; 20% is a lower bound a fair hash stays above
+        # (binomial sd ~4.6 at n=100), where a fixed 40 would fail a correct split of 100-133 cases
+        assert parts["validation"] >= 0.2 * len(library)
     # the rule itself, on a fixed id: sha256("vllm-1-x")[:8] decides, nothing else
     import hashlib
 
