@@ -252,8 +252,8 @@ def test_fast_forward_changes_nothing(model, gpu, args, work):
 
     em = engine(model, gpu, 2 if args.get("tensor_parallel_size") == 2 else 1, "0.8.5", needed=work[0] + work[1], **args)
     w = Workload(*work)
-    slow = simulate(em.limits, em.step, w, fast_forward=False)
-    fast = simulate(em.limits, em.step, w, fast_forward=True)
+    slow = simulate(em.limits, em.step, w, mode="steps")
+    fast = simulate(em.limits, em.step, w, mode="events")
     assert len(fast.steps) < len(slow.steps)
     assert sum(s.count for s in fast.steps) == len(slow.steps)
     assert fast.total_preemptions == slow.total_preemptions

@@ -1,4 +1,4 @@
-"""A discrete-event simulation of vLLM V1's scheduler, step by step.
+"""A discrete-event simulation of vLLM V1's scheduler: event to event, checked against step by step.
 
 Why simulate instead of using a closed formula: what users measure under long prompts is decided by
 the interaction of three limits that a formula cannot hold at once: the KV cache (how many requests
@@ -17,6 +17,17 @@ The simulation follows the scheduler of vLLM V1 (vllm/v1/core/sched/scheduler.py
    cached blocks. Without chunked prefill a prompt that does not fit the remaining budget waits.
 4. The step runs for ``step_cost(batch)`` seconds. A request whose prompt is fully computed samples
    one token at the end of the step (its first token at the end of its last prefill chunk).
+
+Events, not steps: between two scheduler events (an arrival, a request admitted or finishing, a
+prompt's last chunk, a KV block that runs out and forces a preemption) consecutive steps schedule the
+same requests with the same token counts, and only the context lengths grow, by one token per
+decode and one chunk per prefill. ``mode="events"`` (the default) runs such a stretch of k steps in
+one jump (``Simulator._run_stretch``): the step costs from a few evaluations (the step-time model is
+affine in the context lengths), the k end times at once, the KV blocks the stretch allocates, the
+tokens every request samples (stored once per stretch). ``mode="steps"`` runs every step through the
+scheduler and is the reference: ``tests/test_simulator_events.py`` holds the two equal on every
+figure over a matrix of models, prompt lengths, loads and KV pools. A 63K-prompt load point is
+~200,000 steps but ~3,400 events.
 
 Simplifications, each a named choice: one engine (data parallel replicas are simulated as separate
 engines by the caller); no speculative decoding; no async-scheduling overlap (the step-time model's
@@ -100,7 +111,10 @@ class SimRequest:
     blocks: int = 0
     shared_blocks: int = 0
     first_scheduled: float | None = None
-    token_times: list[float] = field(default_factory=list)
+    # When each token was sampled: a float per token sampled in a single step, or one shared array for
+    # the k tokens of a stretch of identical steps (see ``Simulator._run_stretch``). Read through
+    # ``token_times`` (flat) or ``first_token_time``; :mod:`.summary` reads the segments directly.
+    token_segments: list = field(default_factory=list)
     preemptions: int = 0
     finish: float | None = None
     rejected: str | None = None
@@ -108,6 +122,24 @@ class SimRequest:
     @property
     def num_tokens(self) -> int:
         return self.prompt_len + self.num_generated
+
+    @property
+    def first_token_time(self) -> float | None:
+        if not self.token_segments:
+            return None
+        seg = self.token_segments[0]
+        return float(seg[0]) if isinstance(seg, np.ndarray) else seg
+
+    @property
+    def token_times(self) -> list[float]:
+        """Every token's sampling time, in order (built on demand: the segments are the storage)."""
+        out: list[float] = []
+        for seg in self.token_segments:
+            if isinstance(seg, np.ndarray):
+                out.extend(seg.tolist())
+            else:
+                out.append(seg)
+        return out
 
 
 @dataclass
@@ -118,8 +150,10 @@ class StepRecord:
     prefill_tokens: int
     running: int
     waiting: int
-    kv_blocks_used: int
-    count: int = 1  # identical decode-only steps folded into one record (see Simulator._fast_forward)
+    kv_blocks_used: float
+    # A stretch of ``count`` steps with the same batch shape folded into one record (see
+    # Simulator._run_stretch): ``duration`` is their total, ``kv_blocks_used`` their time-weighted mean.
+    count: int = 1
 
 
 @dataclass
@@ -139,9 +173,11 @@ class Simulator:
     """Runs one load point. Use :func:`simulate` unless you need the object."""
 
     def __init__(
-        self, limits: SchedulerLimits, step_cost: StepCost, workload: Workload, max_steps: int = 2_000_000, fast_forward: bool = True
+        self, limits: SchedulerLimits, step_cost: StepCost, workload: Workload, max_steps: int = 2_000_000, mode: str = "events"
     ):
-        self.fast_forward = fast_forward
+        if mode not in ("events", "steps"):
+            raise ValueError(f"mode must be 'events' or 'steps', not {mode!r}")
+        self.mode = mode
         self.limits = limits
         self.step_cost = step_cost
         self.workload = workload
@@ -366,14 +402,18 @@ class Simulator:
             self.cached_free += own
             self.cached_segments = OrderedDict(saved_segments or [])
 
-    def _run_step(self, scheduled: list[tuple[SimRequest, int]]) -> bool:
-        """Run one step; True when it was decode-only and nothing finished (fast-forward may follow)."""
+    @staticmethod
+    def _is_decode(r: SimRequest, n: int) -> bool:
+        return n == 1 and r.num_computed == r.num_tokens - 1 and r.num_generated > 0
+
+    def _run_step(self, scheduled: list[tuple[SimRequest, int]]) -> None:
+        """Run one step (the reference path, and every step that starts or ends something)."""
         num_decodes = 0
         ctx_sum = 0
         readers = 0
         chunks: list[tuple[int, int]] = []
         for r, n in scheduled:
-            if n == 1 and r.num_computed == r.num_tokens - 1 and r.num_generated > 0:
+            if self._is_decode(r, n):
                 num_decodes += 1
                 ctx_sum += r.num_computed + 1
                 readers += 1 if r.shared_blocks else 0
@@ -399,94 +439,220 @@ class Simulator:
             self._maybe_cache_prefix(r)
             if r.num_computed >= r.num_tokens:  # caught up: this step samples a token
                 r.num_generated += 1
-                r.token_times.append(self.now)
+                r.token_segments.append(self.now)
                 if r.num_generated >= r.output_len:
                     finished.append(r)
+        self._finish(finished)
+
+    def _finish(self, finished: list[SimRequest]) -> None:
         for r in finished:
             r.finish = self.now
             self.running.remove(r)
             self._release(r)
             self._on_finish(r)
-        return not chunks and not finished and num_decodes == len(self.running)
 
     def _shared_prefix(self, readers: int) -> tuple[int, int]:
         return (self.prefix_blocks_cached * self.limits.block_size, readers) if readers else (0, 0)
 
-    def _fast_forward(self) -> None:
-        """Run many identical decode-only steps at once.
+    # -- stretches of identical steps (the event-driven path) ----------------------------------
 
-        After a decode-only step in which nothing was admitted, preempted or finished, the next steps
-        are the same batch with every context one token longer, until a request finishes, the free
-        blocks run out (the step that would preempt runs normally), or a request arrives: the waiting
-        queue stays blocked (free blocks only shrink; the token budget and running count are fixed). Step time is linear in the summed context
-        length (decode attention reads it; nothing else depends on it), so the k steps' end times
-        follow in closed form from two evaluations of the cost. This folds ~1,000 steps per request
-        into a few records without changing any result.
+    def _repeat_limit(self, scheduled: list[tuple[SimRequest, int]]) -> int:
+        """How many consecutive steps, this one first, schedule the same requests with the same token
+        counts, counting only what the batch itself decides (the KV pool and arrivals are checked in
+        ``_run_stretch``).
+
+        The schedule of step j+1 equals that of step j when nobody finishes, no prompt completes and
+        no chunk shrinks before the last step of the stretch: the running requests then ask for the
+        same tokens in the same order, so the token budget left for the waiting queue is the same,
+        and the admission that stopped in the first step stops again (the queue's head is the same,
+        free blocks only shrink, the running count is fixed). A preemption in the first step leaves
+        the next step's admission undecided, so it ends the stretch at once.
         """
-        running = self.running
-        n = len(running)
-        if n == 0:
-            return
+        if self.mode == "steps" or self._preempted_in_step or not scheduled:
+            return 1
+        lim = self.limits
+        p = self.workload.shared_prefix_len
+        prefix_pending = lim.enable_prefix_caching and p >= lim.block_size and not self.prefix_blocks_cached
+        cap_matters = lim.max_num_partial_prefills is not None and bool(self.waiting)
+        k = self.max_steps
+        for r, n in scheduled:
+            c = r.num_computed
+            if self._is_decode(r, n):
+                k = min(k, r.output_len - r.num_generated)  # the finishing step may be the last
+            else:
+                if n == 1:
+                    return 1
+                rem = r.num_tokens - c
+                # Chunks of n while at least n remain; the chunk that completes the prompt may be the
+                # last step (with a partial-prefill cap it frees a slot for the queue: not even that).
+                k = min(k, (rem - 1) // n if cap_matters else rem // n)
+            if prefix_pending:
+                # The step that first computes the shared prefix puts it in the cache: last step at most.
+                k = min(k, max(1, -(-(p - c) // n)))
+            if k <= 1:
+                return 1
+        return k
+
+    def _stretch_costs(self, batch_at: Callable[[int], StepBatch], k: int) -> np.ndarray:
+        """The k steps' durations from a few cost evaluations.
+
+        Along a stretch only context lengths grow, one token per decode and one chunk per prefill per
+        step; the step-time model is affine in them (decode attention reads the context, prefill
+        attention is linear in the chunk's depth), except where a sliding window caps the context
+        (a minimum: concave). A cost that is concave or convex on an interval and meets its chord at
+        the midpoint is affine there, so a piece is accepted when its midpoint matches the chord and
+        split in two otherwise: exact for this model, a few evaluations per stretch.
+        """
+        cost = self.step_cost
+        out = np.empty(k)
+        f0 = float(cost(batch_at(0)))
+        if k == 1:
+            out[0] = f0
+            return out
+        f1 = float(cost(batch_at(k - 1)))
+        if getattr(cost, "affine_in_context", False):  # the model says so: no midpoint checks
+            return f0 + (f1 - f0) * (np.arange(k) / (k - 1))
+        stack = [(0, k - 1, f0, f1)]
+        while stack:
+            lo, hi, flo, fhi = stack.pop()
+            if hi - lo <= 2:
+                out[lo] = flo
+                out[hi] = fhi
+                if hi - lo == 2:
+                    out[lo + 1] = float(cost(batch_at(lo + 1)))
+                continue
+            mid = (lo + hi) // 2
+            fm = float(cost(batch_at(mid)))
+            chord = flo + (fhi - flo) * (mid - lo) / (hi - lo)
+            if abs(fm - chord) <= 1e-9 * max(abs(fm), abs(flo), abs(fhi)):
+                out[lo : hi + 1] = flo + (fhi - flo) * (np.arange(hi - lo + 1) / (hi - lo))
+            else:
+                stack.append((lo, mid, flo, fm))
+                stack.append((mid, hi, fm, fhi))
+        return out
+
+    def _blocks_after(self, decodes: list[SimRequest], chunks: list[tuple[SimRequest, int]], k: int) -> int:
+        """Blocks the stretch allocates beyond what its first step (already scheduled) took, if it
+        runs k steps: each request ends holding the blocks for its context after k steps."""
         bs = self.limits.block_size
-        k = min(r.output_len - r.num_generated - 1 for r in running)
-        if k < 2:
-            return
+        total = 0
+        for r in decodes:
+            grow = -(-(r.num_computed + k) // bs) - r.blocks - r.shared_blocks
+            if grow > 0:
+                total += grow
+        for r, n in chunks:
+            grow = -(-(r.num_computed + k * n) // bs) - r.blocks - r.shared_blocks
+            if grow > 0:
+                total += grow
+        return total
 
-        def blocks_needed(steps: int) -> int:
-            return sum(max(0, -(-(r.num_computed + steps) // bs) - r.blocks - r.shared_blocks) for r in running)
+    def _stretch_block_seconds(self, decodes: list[SimRequest], chunks: list[tuple[SimRequest, int]], durations: np.ndarray) -> float:
+        """Sum over the stretch's steps of (blocks allocated since its first step) x (step duration):
+        what the time-weighted KV usage needs, as the reference records it after each step's
+        allocation. A block allocated at step t counts for the steps t..k-1, i.e. ``tail[t]``; a
+        decode allocates at ``held x block_size - computed`` and every ``block_size`` steps after."""
+        bs = self.limits.block_size
+        k = durations.size
+        tail = np.cumsum(durations[::-1])[::-1]  # tail[t] = sum of durations[t:]
+        total = 0.0
+        firsts: dict[int, int] = {}
+        for r in decodes:
+            t = bs * (r.blocks + r.shared_blocks) - r.num_computed
+            if 1 <= t < k:
+                firsts[t] = firsts.get(t, 0) + 1
+        for t, count in firsts.items():
+            total += count * float(tail[t::bs].sum())
+        if chunks:
+            j1 = np.arange(1, k + 1, dtype=np.int64)
+            for r, n in chunks:
+                need = np.maximum(0, -(-(r.num_computed + j1 * n) // bs) - (r.blocks + r.shared_blocks))
+                total += float(np.dot(need, durations))
+        return total
 
-        if blocks_needed(k) > self.free_blocks:  # stop before the step whose allocation would fail
-            lo, hi = 0, k
+    def _run_stretch(self, scheduled: list[tuple[SimRequest, int]], k: int) -> None:
+        """Run k >= 2 steps whose batches differ only in context lengths, in one jump: the same
+        per-request token times, step count, block allocations and server view as k calls of
+        ``_run_step`` (the reference; ``mode="steps"`` runs it alone)."""
+        decodes = [r for r, n in scheduled if self._is_decode(r, n)]
+        chunks = [(r, n) for r, n in scheduled if not self._is_decode(r, n)]
+        if self._blocks_after(decodes, chunks, k) > self.free_blocks:
+            # Stop before the step whose allocation would preempt: the longest run that still fits.
+            lo, hi = 1, k - 1
             while lo < hi:
                 mid = (lo + hi + 1) // 2
-                if blocks_needed(mid) <= self.free_blocks:
+                if self._blocks_after(decodes, chunks, mid) <= self.free_blocks:
                     lo = mid
                 else:
                     hi = mid - 1
             k = lo
             if k < 2:
+                self._run_step(scheduled)
                 return
-        ctx0 = sum(r.num_computed + 1 for r in running)
-        shared = self._shared_prefix(sum(1 for r in running if r.shared_blocks))
-        c_first = float(self.step_cost(StepBatch(n, ctx0, (), *shared)))
-        c_last = float(self.step_cost(StepBatch(n, ctx0 + n * (k - 1), (), *shared)))
-        slope = (c_last - c_first) / (k - 1)
-        j = np.arange(1, k + 1, dtype=float)
-        ends = self.now + j * c_first + slope * j * (j - 1) / 2.0  # end time of each of the k steps
+        nd = len(decodes)
+        ctx0 = sum(r.num_computed + 1 for r in decodes)
+        shared = self._shared_prefix(sum(1 for r in decodes if r.shared_blocks))
+        chunk_spec = [(n, r.num_computed) for r, n in chunks]
+
+        def batch_at(j: int) -> StepBatch:
+            return StepBatch(nd, ctx0 + j * nd, tuple((n, d + j * n) for n, d in chunk_spec), *shared)
+
+        durations = self._stretch_costs(batch_at, k)
+        ends = self.now + np.cumsum(durations)
         if self._arrivals is not None and self._next_arrival < len(self._arrivals):
-            limit = int(np.searchsorted(ends, self._arrivals[self._next_arrival], side="left"))
-            if limit < 2:
-                return
-            k = limit
-            ends = ends[:k]
+            # A request that arrives before a step starts joins the queue that step sees: stop there.
+            fits = 1 + int(np.searchsorted(ends[:-1], self._arrivals[self._next_arrival] - 1e-12, side="left"))
+            if fits < k:
+                if fits < 2:
+                    self._run_step(scheduled)
+                    return
+                k = fits
+                ends, durations = ends[:k], durations[:k]
+        used0 = self.limits.num_gpu_blocks - self.free_blocks
+        total = float(ends[-1] - self.now)
         self.steps.append(
             StepRecord(
                 start=self.now,
-                duration=float(ends[-1] - self.now),
-                num_decodes=n,
-                prefill_tokens=0,
-                running=n,
+                duration=total,
+                num_decodes=nd,
+                prefill_tokens=sum(n for n, _ in chunk_spec),
+                running=len(self.running),
                 waiting=len(self.waiting),
-                kv_blocks_used=self.limits.num_gpu_blocks - self.free_blocks,
+                kv_blocks_used=used0 + self._stretch_block_seconds(decodes, chunks, durations) / total if total > 0 else used0,
                 count=k,
             )
         )
-        times = ends.tolist()
-        for r in running:
-            grow = max(0, -(-(r.num_computed + k) // bs) - r.blocks - r.shared_blocks)
-            if grow:
-                self.free_blocks -= grow
-                self._evict(grow)
-                r.blocks += grow
-            r.num_computed += k
-            r.num_generated += k
-            r.token_times.extend(times)
+        taken = self._blocks_after(decodes, chunks, k)
+        if taken:
+            self.free_blocks -= taken
+            self._evict(taken)
+        bs = self.limits.block_size
         self.now = float(ends[-1])
+        finished: list[SimRequest] = []
+        for r, n in scheduled:
+            r.num_computed += k * n
+            grow = -(-r.num_computed // bs) - r.blocks - r.shared_blocks
+            if grow > 0:
+                r.blocks += grow
+            self._maybe_cache_prefix(r)
+        dec_ids = {id(r) for r in decodes}
+        for r, n in scheduled:
+            if id(r) in dec_ids:
+                r.num_generated += k
+                r.token_segments.append(ends)
+            elif r.num_computed >= r.num_tokens:  # the prompt's last chunk: first token
+                r.num_generated += 1
+                r.token_segments.append(self.now)
+            else:
+                continue
+            if r.num_generated >= r.output_len:
+                finished.append(r)
+        self._finish(finished)
 
     def run(self) -> SimResult:
         if self._arrivals is None:
             self._start_closed_loop()
-        for _ in range(self.max_steps):
+        steps = 0
+        while True:
             self._admit_arrivals()
             if not self.running and not self.waiting:
                 if self._arrivals is not None and self._next_arrival < len(self._arrivals):
@@ -507,10 +673,14 @@ class Simulator:
                     r.finish = self.now
                     self._on_finish(r)
                 continue
-            if self._run_step(scheduled) and self.fast_forward and not self._preempted_in_step:
-                self._fast_forward()
-        else:
-            raise RuntimeError(f"simulation did not finish within {self.max_steps} steps")
+            k = self._repeat_limit(scheduled)
+            if k >= 2:
+                self._run_stretch(scheduled, min(k, self.max_steps - steps))
+            else:
+                self._run_step(scheduled)
+            steps += self.steps[-1].count
+            if steps >= self.max_steps:
+                raise RuntimeError(f"simulation did not finish within {self.max_steps} steps")
         return SimResult(
             requests=self.requests,
             steps=self.steps,
@@ -522,7 +692,18 @@ class Simulator:
 
 
 def simulate(
-    limits: SchedulerLimits, step_cost: StepCost | Callable[[StepBatch], float], workload: Workload, *, fast_forward: bool = True
+    limits: SchedulerLimits,
+    step_cost: StepCost | Callable[[StepBatch], float],
+    workload: Workload,
+    *,
+    mode: str = "events",
+    fast_forward: bool | None = None,
 ) -> SimResult:
-    """Simulate one load point and return every request's timeline and every step."""
-    return Simulator(limits, step_cost, workload, fast_forward=fast_forward).run()
+    """Simulate one load point and return every request's timeline and every step.
+
+    ``mode="events"`` (default) jumps over stretches of identical steps; ``mode="steps"`` runs the
+    scheduler step by step, the reference the event path is tested against (``fast_forward=False``
+    is the older spelling of it)."""
+    if fast_forward is not None:
+        mode = "events" if fast_forward else "steps"
+    return Simulator(limits, step_cost, workload, mode=mode).run()

@@ -212,11 +212,24 @@ class StepTimeModel:
         self._gemm_cache[("layers", tokens)] = total
         return total
 
+    @property
+    def affine_in_context(self) -> bool:
+        """Whether a step's time is affine in its context lengths at a fixed batch shape (decode
+        attention reads the context, prefill attention is linear in the chunk's depth). A sliding
+        window caps the context it reads, so it is not; the simulator then checks each stretch."""
+        return not self.c.has_sliding_window
+
     def breakdown(self, batch: StepBatch) -> StepBreakdown:
+        gemm, attn_decode, attn_prefill, comm, lm_head, overhead = self._parts_ms(batch)
+        return StepBreakdown(gemm_ms=gemm, attn_decode_ms=attn_decode, attn_prefill_ms=attn_prefill, comm_ms=comm, lm_head_ms=lm_head, overhead_ms=overhead)
+
+    def _parts_ms(self, batch: StepBatch) -> tuple[float, float, float, float, float, float]:
+        """The six parts of :class:`StepBreakdown` as plain floats (the simulator calls this per
+        step: no model object built)."""
         c, eff = self.c, self.eff
         tokens = batch.total_tokens
         if tokens == 0:
-            return StepBreakdown(gemm_ms=0, attn_decode_ms=0, attn_prefill_ms=0, comm_ms=0, lm_head_ms=0, overhead_ms=0)
+            return (0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
         layers = c.num_layers
         gemm = self._gemm_seconds(tokens)
         attn_decode = 0.0
@@ -239,14 +252,8 @@ class StepTimeModel:
         if self.enforce_eager:
             overhead += eff.eager_launch_us_per_layer * 1e-6 * layers
         kernels_ms = eff.sustained_factor * 1e3
-        return StepBreakdown(
-            gemm_ms=gemm * kernels_ms,
-            attn_decode_ms=attn_decode * kernels_ms,
-            attn_prefill_ms=attn_prefill * kernels_ms,
-            comm_ms=comm * 1e3,
-            lm_head_ms=lm_head * kernels_ms,
-            overhead_ms=overhead * 1e3,
-        )
+        return (gemm * kernels_ms, attn_decode * kernels_ms, attn_prefill * kernels_ms, comm * 1e3, lm_head * kernels_ms, overhead * 1e3)
 
     def __call__(self, batch: StepBatch) -> float:
-        return self.breakdown(batch).total_ms / 1e3
+        gemm, attn_decode, attn_prefill, comm, lm_head, overhead = self._parts_ms(batch)
+        return (gemm + attn_decode + attn_prefill + comm + lm_head + overhead) / 1e3

@@ -202,11 +202,11 @@ def predict_disaggregated(
     pre = simulate(
         engine.limits, engine.step, Workload(input_len, 1, max(8, math.ceil(n / max(n_prefill, 1))), None, max(system_rate / n_prefill, 1e-6), seed=1)
     )
-    pre_ttft = np.array([r.token_times[0] - r.arrival for r in pre.finished()])
+    pre_ttft = np.array([r.first_token_time - r.arrival for r in pre.finished()])
     prefill_capacity = len(pre.finished()) / pre.duration if pre.duration else math.inf
     done = dec.finished()
     extra = np.resize(pre_ttft, len(done)) if pre_ttft.size else np.zeros(len(done))
-    ttft = np.array([r.token_times[0] - r.arrival for r in done]) + extra
+    ttft = np.array([r.first_token_time - r.arrival for r in done]) + extra
     e2e = np.array([r.finish - r.arrival for r in done]) + extra
     out = np.array([r.num_generated for r in done])
     run = dec_run
