@@ -28,7 +28,7 @@ from .library import LibraryCase, load_dev_cases, load_library
 REPO = Path(__file__).resolve().parents[2]
 SHARED_DEV = REPO.parent / "shared" / "cases" / "dev"
 #: Bump when the detectors or the board change, so cached evidence is recomputed.
-EVIDENCE_VERSION = 1
+EVIDENCE_VERSION = 3
 C_REGULARISATION = 0.5
 
 
@@ -41,6 +41,7 @@ class CaseEvidence:
     by_kind: dict[str, dict[str, float]]  # cause -> kind -> weight
     error: str | None = None
     vector: np.ndarray | None = field(default=None, repr=False)
+    parts: np.ndarray | None = field(default=None, repr=False)
 
 
 def case_text(case) -> str:
@@ -142,7 +143,7 @@ def rows_for(evs: list[CaseEvidence], index, prior: np.ndarray, *, exclude_self:
 
     blocks = []
     for ev in evs:
-        sem = signals(ev.vector, index, exclude=ev.id if exclude_self else None)
+        sem = signals(ev.vector, index, parts=ev.parts, exclude=ev.id if exclude_self else None)
         blocks.append(feature_rows(board_of(ev), sem, prior))
     return np.vstack(blocks) if blocks else np.zeros((0, 0))
 
@@ -255,13 +256,13 @@ def _by_language(rankings, cases) -> dict[str, Score]:
 def run(cache_dir: Path | None = None, progress=None, *, look_at_validation: bool = True) -> Report:
     """Fit, then score. ``look_at_validation=False`` is for developing features: the validation part
     is not scored and the cross-validation runs on the fitting part alone."""
-    from ..diagnosis.semantic import embed
+    from ..diagnosis.semantic import embed_text
 
     cases = [*load_library(), *load_dev_cases(SHARED_DEV)]
     evs = evidence_for(cases, cache_dir, progress)
-    vectors = embed([ev.text or c.case.question or "-" for ev, c in zip(evs, cases)])
-    for ev, v in zip(evs, vectors):
-        ev.vector = v
+    for ev, c in zip(evs, cases):
+        ev.vector, ev.parts = embed_text(ev.text or c.case.question or "-")
+    vectors = np.vstack([ev.vector for ev in evs])
     index = build_index(cases, vectors)
     library_ids = {c.id for c in cases if c.origin == "library"}
 

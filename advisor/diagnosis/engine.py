@@ -55,14 +55,18 @@ def _learned_order(board: Board, inputs: DiagnosisInputs):
     """Order the causes by the fitted ranker (ranker.py); the board's own order when no weights ship."""
     from ..schema import Evidence, SimilarReport
     from .ranker import packaged_model, rank, undecided
-    from .semantic import embed, packaged_index, signals
+    from .semantic import embed_text, packaged_index, signals
 
     model = packaged_model()
     index = packaged_index()
     if model is None or index is None:
         return board.ranked()[:MAX_FINDINGS], [], []
     text = inputs.text
-    sem = signals(embed([text])[0], index) if text.strip() else None
+    if text.strip():
+        vector, parts = embed_text(text)
+        sem = signals(vector, index, parts=parts)
+    else:
+        sem = None
     order = rank(board, sem, model)
     ranked: list[Hypothesis] = []
     for r in order:

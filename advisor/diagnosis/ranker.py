@@ -36,6 +36,8 @@ FEATURES = (
     "symptom_top",
     "vote",
     "vote_first",
+    "centroid",
+    "centroid_rel",
     "prior",
 )
 WEIGHTS_FILE = "ranker_weights.json"
@@ -68,6 +70,8 @@ def feature_rows(board: Board, sem: SemanticSignals | None, prior: np.ndarray) -
         x[int(np.argmax(sem.symptom)), col["symptom_top"]] = 1.0
         x[:, col["vote"]] = sem.vote
         x[:, col["vote_first"]] = sem.vote_first
+        x[:, col["centroid"]] = sem.centroid
+        x[:, col["centroid_rel"]] = sem.centroid - sem.centroid.mean()
     x[:, col["prior"]] = prior
     return x
 

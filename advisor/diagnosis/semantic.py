@@ -13,6 +13,7 @@ one ``.npz`` (``CaseIndex``), so a query embeds only the user's text.
 from __future__ import annotations
 
 import functools
+import re
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -114,18 +115,44 @@ class Neighbour:
 class SemanticSignals:
     """Per cause (in CAUSE_IDS order): closeness to its symptoms, and the neighbours' vote."""
 
-    symptom: np.ndarray  # (20,) best cosine per cause
+    symptom: np.ndarray  # (20,) best cosine per cause, over the whole text and each sentence of it
     vote: np.ndarray  # (20,) similarity-weighted share of neighbours naming the cause
     vote_first: np.ndarray  # (20,) the same, first cause only
+    centroid: np.ndarray  # (20,) cosine to the mean vector of the library reports with the cause
     neighbours: list[Neighbour]
 
 
-def signals(query: np.ndarray, index: CaseIndex, *, exclude: str | None = None) -> SemanticSignals:
-    """The semantic signals of one embedded query (``exclude``: the query's own report, when fitting)."""
+_SENTENCE_END = re.compile(r"(?<=[.!?;])\s+|[。！？；\n]+")
+
+
+def sentences(text: str, limit: int = 24) -> list[str]:
+    """The text cut into sentences (a symptom is usually one sentence of a long report)."""
+    parts = [p.strip() for p in _SENTENCE_END.split(text or "")]
+    return [p for p in parts if len(p) >= 8][:limit]
+
+
+def embed_text(text: str) -> tuple[np.ndarray, np.ndarray]:
+    """The whole text's vector and its sentences' vectors, in one batch."""
+    parts = sentences(text)
+    vectors = embed([text or "-", *parts])
+    return vectors[0], vectors[1:]
+
+
+def signals(query: np.ndarray, index: CaseIndex, *, parts: np.ndarray | None = None, exclude: str | None = None) -> SemanticSignals:
+    """The semantic signals of one embedded query (``parts``: its sentences' vectors; ``exclude``:
+    the query's own report, when fitting)."""
     n_causes = len(CAUSE_IDS)
-    sims = index.symptom_vectors @ query
+    queries = query[None, :] if parts is None or not len(parts) else np.vstack([query[None, :], parts])
+    sims = (index.symptom_vectors @ queries.T).max(axis=1)
     symptom = np.full(n_causes, -1.0, dtype=np.float32)
     np.maximum.at(symptom, index.symptom_causes, sims)
+    centroid = np.zeros(n_causes, dtype=np.float32)
+    keep = [i for i, cid in enumerate(index.ids) if cid != exclude]
+    for k, cause in enumerate(CAUSE_IDS):
+        members = [i for i in keep if cause in index.causes[i]]
+        if members:
+            mean = index.vectors[members].mean(axis=0)
+            centroid[k] = float(mean @ query / (np.linalg.norm(mean) or 1.0))
     vote = np.zeros(n_causes, dtype=np.float32)
     vote_first = np.zeros(n_causes, dtype=np.float32)
     neighbours: list[Neighbour] = []
@@ -143,4 +170,4 @@ def signals(query: np.ndarray, index: CaseIndex, *, exclude: str | None = None) 
                 if rank == 0:
                     vote_first[position[cause]] += w / total
             neighbours.append(Neighbour(index.ids[i], index.urls[i], labels, index.fixes[i], float(case_sims[i])))
-    return SemanticSignals(symptom, vote, vote_first, neighbours)
+    return SemanticSignals(symptom, vote, vote_first, centroid, neighbours)

@@ -21,7 +21,12 @@ def cue_table() -> dict[str, list[tuple[float, re.Pattern[str]]]]:
 
 
 #: Words right after a cue that say the user already tried it without effect ("tuning X didn't help").
-NEGATION = re.compile(r"(did ?n[o']?t|does ?n[o']?t|did not|does not|no|without) (help|change|effect|difference|improve)|had no effect|no effect|没用|没有(效果|帮助|改善)|无效", re.IGNORECASE)
+NEGATION = re.compile(
+    r"(did ?n[o']?t|does ?n[o']?t|did not|does not|no|without) (help|change|effect|difference|improve)|had no effect|no effect|没用|没有(效果|帮助|改善)|无效"
+    # the feature is named only to say it is off ("MTP not enabled", "spec decode disabled")
+    r"|^\W{0,3}(is |was |are )?(not|never) (enabled|used|on|turned on|configured)|^\W{0,3}(is |was )?(disabled|turned off|off\b)|^\W{0,3}(未开启|没有开启|没开|未启用|关闭)",
+    re.IGNORECASE,
+)
 
 
 def detect_cues(inputs: DiagnosisInputs, board: Board) -> None:
