@@ -25,6 +25,7 @@ from typing import Callable
 
 from ..schema import BenchmarkRun
 from .predict import EngineModel, LoadPoint, predict_load_point
+from .retime import Retimer, can_retime
 from .step_time import Efficiency
 
 #: Bounds of every fitted efficiency (fraction of datasheet peak).
@@ -141,13 +142,29 @@ def calibrate(
     if not pairs:
         return CalibrationResult(calibrated=False, efficiency=base, notes=["no measured load point with a concurrency or rate and a comparable figure: uncalibrated"])
 
-    def predict_all(eff: Efficiency) -> list[tuple[BenchmarkRun, BenchmarkRun]]:
+    def simulate_point(p: LoadPoint):
+        return predict_load_point(engine, p, input_len=input_len, output_len=output_len, num_prompts=num_prompts or min(3 * (p.concurrency or 8), 60))
+
+    # A closed loop's schedule does not depend on step times: simulate it once and re-time it under
+    # each efficiency tried (perf.retime). Open loops are simulated again at every evaluation.
+    retimers: dict[LoadPoint, Retimer] = {}
+    for _, p in pairs:
+        if p.concurrency and p not in retimers:
+            _, result = simulate_point(p)
+            if can_retime(result, engine.step):
+                retimers[p] = Retimer(result, engine.step, replicas=engine.replicas)
+
+    def predict_all(eff: Efficiency) -> list[tuple[BenchmarkRun, dict[str, float | None]]]:
         engine.step.eff = eff
         try:
-            return [
-                (run, predict_load_point(engine, p, input_len=input_len, output_len=output_len, num_prompts=num_prompts or min(3 * (p.concurrency or 8), 60))[0])
-                for run, p in pairs
-            ]
+            out = []
+            for run, p in pairs:
+                if p in retimers:
+                    out.append((run, retimers[p].figures()))
+                else:
+                    pred = simulate_point(p)[0]
+                    out.append((run, {name: get(pred) for name, get in FIGURES.items()}))
+            return out
         finally:
             engine.step.eff = base
 
@@ -157,7 +174,7 @@ def calibrate(
         out = []
         for run, pred in predict_all(eff):
             for name, get in FIGURES.items():
-                m, q = get(run), get(pred)
+                m, q = get(run), pred.get(name)
                 key = (_point_of(run).label, name)
                 if m and q and m > 0 and q > 0 and (include_excluded or key not in excluded):
                     out.append(Residual(key[0], name, m, q))
@@ -185,7 +202,8 @@ def calibrate(
         for _ in range(rounds):
             d = _golden(lambda x: objective(x, p), d_lo, d_hi, evaluations_per_search)
             p = _golden(lambda x: objective(d, x), p_lo, p_hi, evaluations_per_search)
-        return d, p
+        # A coarse search can land beside the start: never return a fit worse than no fit.
+        return (d, p) if objective(d, p) <= objective(1.0, 1.0) else (1.0, 1.0)
 
     d, p = search()
     # Figures still off by more than UNREACHABLE_RATIO at the best fit cannot be produced by this

@@ -118,6 +118,12 @@ class SimRequest:
     preemptions: int = 0
     finish: float | None = None
     rejected: str | None = None
+    # Where the request's moments fall in the sequence of engine steps (0-based; -1 = none yet or,
+    # for the arrival, before the first step): a closed loop's schedule does not depend on step
+    # times, so these let ``retime`` recompute every timing under another step cost.
+    arrival_step: int = -1
+    first_token_step: int = -1
+    finish_step: int = -1
 
     @property
     def num_tokens(self) -> int:
@@ -154,6 +160,8 @@ class StepRecord:
     # A stretch of ``count`` steps with the same batch shape folded into one record (see
     # Simulator._run_stretch): ``duration`` is their total, ``kv_blocks_used`` their time-weighted mean.
     count: int = 1
+    batch: StepBatch | None = None  # the first step's batch
+    last_batch: StepBatch | None = None  # the last step's, when count > 1 (the costs in between are affine)
 
 
 @dataclass
@@ -191,6 +199,7 @@ class Simulator:
         self.requests: list[SimRequest] = []
         self.steps: list[StepRecord] = []
         self.now = 0.0
+        self.step_count = 0  # engine steps run so far (a stretch counts all of its steps)
         self.preemptions = 0
         self._preempted_in_step = False
         # Shared-prefix cache: blocks of the common prefix, computed once and then shared.
@@ -213,7 +222,7 @@ class Simulator:
         return list(np.cumsum(rng.exponential(1.0 / rate, size=w.num_prompts)))
 
     def _new_request(self, arrival: float) -> SimRequest:
-        r = SimRequest(rid=self._sent, prompt_len=self.workload.input_len, output_len=self.workload.output_len, arrival=arrival)
+        r = SimRequest(rid=self._sent, prompt_len=self.workload.input_len, output_len=self.workload.output_len, arrival=arrival, arrival_step=self.step_count - 1)
         self._sent += 1
         self.requests.append(r)
         return r
@@ -430,9 +439,12 @@ class Simulator:
                 running=len(self.running),
                 waiting=len(self.waiting),
                 kv_blocks_used=self.limits.num_gpu_blocks - self.free_blocks,
+                batch=batch,
             )
         )
         self.now += duration
+        g = self.step_count
+        self.step_count += 1
         finished: list[SimRequest] = []
         for r, n in scheduled:
             r.num_computed += n
@@ -440,6 +452,8 @@ class Simulator:
             if r.num_computed >= r.num_tokens:  # caught up: this step samples a token
                 r.num_generated += 1
                 r.token_segments.append(self.now)
+                if r.first_token_step < 0:
+                    r.first_token_step = g
                 if r.num_generated >= r.output_len:
                     finished.append(r)
         self._finish(finished)
@@ -447,6 +461,7 @@ class Simulator:
     def _finish(self, finished: list[SimRequest]) -> None:
         for r in finished:
             r.finish = self.now
+            r.finish_step = self.step_count - 1
             self.running.remove(r)
             self._release(r)
             self._on_finish(r)
@@ -566,7 +581,7 @@ class Simulator:
             j1 = np.arange(1, k + 1, dtype=np.int64)
             for r, n in chunks:
                 need = np.maximum(0, -(-(r.num_computed + j1 * n) // bs) - (r.blocks + r.shared_blocks))
-                total += float(np.dot(need, durations))
+                total += float((need * durations).sum())  # not np.dot: BLAS threads stall on a busy machine
         return total
 
     def _run_stretch(self, scheduled: list[tuple[SimRequest, int]], k: int) -> None:
@@ -619,8 +634,12 @@ class Simulator:
                 waiting=len(self.waiting),
                 kv_blocks_used=used0 + self._stretch_block_seconds(decodes, chunks, durations) / total if total > 0 else used0,
                 count=k,
+                batch=batch_at(0),
+                last_batch=batch_at(k - 1),
             )
         )
+        g0 = self.step_count
+        self.step_count += k
         taken = self._blocks_after(decodes, chunks, k)
         if taken:
             self.free_blocks -= taken
@@ -642,6 +661,8 @@ class Simulator:
             elif r.num_computed >= r.num_tokens:  # the prompt's last chunk: first token
                 r.num_generated += 1
                 r.token_segments.append(self.now)
+                if r.first_token_step < 0:
+                    r.first_token_step = g0 + k - 1
             else:
                 continue
             if r.num_generated >= r.output_len:
@@ -651,7 +672,6 @@ class Simulator:
     def run(self) -> SimResult:
         if self._arrivals is None:
             self._start_closed_loop()
-        steps = 0
         while True:
             self._admit_arrivals()
             if not self.running and not self.waiting:
@@ -675,11 +695,10 @@ class Simulator:
                 continue
             k = self._repeat_limit(scheduled)
             if k >= 2:
-                self._run_stretch(scheduled, min(k, self.max_steps - steps))
+                self._run_stretch(scheduled, min(k, self.max_steps - self.step_count))
             else:
                 self._run_step(scheduled)
-            steps += self.steps[-1].count
-            if steps >= self.max_steps:
+            if self.step_count >= self.max_steps:
                 raise RuntimeError(f"simulation did not finish within {self.max_steps} steps")
         return SimResult(
             requests=self.requests,

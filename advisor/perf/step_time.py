@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+import numpy as np
 from pydantic import BaseModel
 
 from ..errors import UsageError
@@ -257,3 +258,65 @@ class StepTimeModel:
     def __call__(self, batch: StepBatch) -> float:
         gemm, attn_decode, attn_prefill, comm, lm_head, overhead = self._parts_ms(batch)
         return (gemm + attn_decode + attn_prefill + comm + lm_head + overhead) / 1e3
+
+    def cost_plan(self, batches: list[StepBatch]) -> "CostPlan":
+        """The times of these batches under whatever ``eff`` holds when the plan is called."""
+        return CostPlan(self, batches)
+
+
+class CostPlan:
+    """Step times of a fixed list of batches, re-evaluated cheaply under other efficiency factors.
+
+    Calibration asks for the same simulated schedule's timings under dozens of efficiencies (see
+    :mod:`.retime`). Everything in ``StepTimeModel._parts_ms`` that does not depend on ``eff`` (token
+    and sequence counts, KV bytes read, prefill-attention FLOPs) is computed here once; a call is
+    then numpy arithmetic plus one GEMM and one LM-head time per distinct token / row count, with the
+    same formulas (``tests/test_calibrate_fast.py`` holds it equal to calling the model per batch).
+    """
+
+    def __init__(self, model: StepTimeModel, batches: list[StepBatch]) -> None:
+        c = model.c
+        self.model = model
+        layers = c.num_layers
+        self.tokens = np.array([b.total_tokens for b in batches], dtype=np.int64)
+        decodes = np.array([b.num_decodes for b in batches], dtype=np.int64)
+        self.seqs = decodes + np.array([len(b.prefill_chunks) for b in batches], dtype=np.int64)
+        self.streams = (decodes * c.kv_heads_per_gpu).astype(float)
+        self.kv_layer_bytes = np.array(
+            [model._decode_kv_tokens_read(b) * c.kv_bytes_per_token / layers if b.num_decodes else 0.0 for b in batches], dtype=float
+        )
+        self.prefill_layer_flops = np.array(
+            [sum(chunk * c.prefill_attn_flops(int(depth + chunk / 2)) for chunk, depth in b.prefill_chunks) / layers for b in batches], dtype=float
+        )
+        self.max_chunk = np.array([max((chunk for chunk, _ in b.prefill_chunks), default=0) for b in batches], dtype=float)
+        self.uniq_tokens, self.tokens_at = np.unique(self.tokens, return_inverse=True)
+        self.uniq_rows, self.rows_at = np.unique(self.seqs, return_inverse=True)
+
+    def __call__(self) -> np.ndarray:
+        """Seconds per batch, with the model's current ``eff``."""
+        m, c = self.model, self.model.c
+        eff, layers = m.eff, c.num_layers
+        gemm = np.array([m._gemm_seconds(int(t)) for t in self.uniq_tokens])[self.tokens_at]
+        lm_head = np.array([m._lm_head_seconds(int(r)) for r in self.uniq_rows])[self.rows_at]
+        streams = self.streams
+        decoding = (self.kv_layer_bytes > 0) & (streams > 0)
+        parallel = np.where(decoding, streams / (streams + eff.attn_decode_half_streams), 1.0)
+        attn_decode = np.where(
+            decoding, layers * (eff.attn_decode_latency_us * 1e-6 + self.kv_layer_bytes / (m._attn_peak.bandwidth * eff.eff_attn_decode * parallel)), 0.0
+        )
+        tail = eff.attn_prefill_tail_rows * self.max_chunk * c.attn_flops_per_query_key
+        attn_prefill = np.where(
+            self.prefill_layer_flops > 0,
+            layers * (eff.attn_prefill_latency_us * 1e-6 + (self.prefill_layer_flops + tail) / (m._attn_peak.flops * eff.eff_attn_prefill)),
+            0.0,
+        )
+        comm = 0.0
+        if m.tp > 1:
+            msg = self.tokens * c.hidden_size * 2.0
+            comm = 2 * layers * (eff.allreduce_latency_us * 1e-6 + msg * 2.0 * (m.tp - 1) / m.tp / (m.link_bw * eff.eff_comm))
+        overhead = eff.step_overhead_ms * 1e-3 + eff.per_seq_overhead_us * 1e-6 * self.seqs
+        if m.enforce_eager:
+            overhead = overhead + eff.eager_launch_us_per_layer * 1e-6 * layers
+        kernels_ms = eff.sustained_factor * 1e3
+        total_ms = gemm * kernels_ms + attn_decode * kernels_ms + attn_prefill * kernels_ms + comm * 1e3 + lm_head * kernels_ms + overhead * 1e3
+        return np.where(self.tokens > 0, total_ms / 1e3, 0.0)
