@@ -33,8 +33,10 @@ def diagnose(inputs: DiagnosisInputs, *, with_effects: bool = True) -> Diagnosis
     if with_effects and inputs.engine is not None:
         _predict_effects(findings[:3], inputs)
     missing = _missing(inputs, [h.cause for h in ranked])
-    if undecided:  # the measurement that separates the leading causes goes first
-        missing.sort(key=lambda m: -len(set(m.decides) & set(undecided)))
+    if undecided:  # the measurements that separate the leading causes go first
+        from .deciding import deciding_measurements
+
+        missing = deciding_measurements(undecided, missing) + sorted(missing, key=lambda m: -len(set(m.decides) & set(undecided)))
     return Diagnosis(
         findings=findings,
         missing=missing,
