@@ -28,7 +28,7 @@ from .library import LibraryCase, load_dev_cases, load_library
 REPO = Path(__file__).resolve().parents[2]
 SHARED_DEV = REPO.parent / "shared" / "cases" / "dev"
 #: Bump when the detectors or the board change, so cached evidence is recomputed.
-EVIDENCE_VERSION = 3
+EVIDENCE_VERSION = 5
 C_REGULARISATION = 0.5
 
 
