@@ -38,7 +38,7 @@ def workload_options(f):
     opts = [
         click.option("--input-len", type=int, help="Prompt tokens per request (default: the profile's workload)."),
         click.option("--output-len", type=int, help="Output tokens per request (default: the profile's workload)."),
-        click.option("--concurrency", help="Closed-loop client counts, comma-separated, e.g. 1,40,100."),
+        click.option("--concurrency", help="Closed-loop client counts: 1,40,100, or a range 1..256 (1, 2, 4, ... 256), or 1..256:5 (5 points on a log scale)."),
         click.option("--request-rate", help="Open-loop request rates (req/s), comma-separated; 'inf' = all at once."),
         click.option("--num-prompts", type=int, help="Requests per load point (default: 3 x concurrency, at least 8)."),
         click.option("--shared-prefix-len", type=int, default=None, help="Tokens common to all prompts (prefix-cache hits)."),
@@ -95,7 +95,9 @@ def resolve_workload(case: CaseFile | None, input_len, output_len, concurrency, 
     output_len = output_len or (w.output_len if w else None)
     if not input_len or not output_len:
         raise UsageError("give --input-len and --output-len (or a --profile whose workload has them)")
-    points = [LoadPoint(concurrency=c) for c in _numbers(concurrency, int)]
+    from ..perf.curve import parse_concurrency
+
+    points = [LoadPoint(concurrency=c) for c in (parse_concurrency(concurrency) if concurrency else [])]
     points += [LoadPoint(request_rate=r) for r in _numbers(request_rate, float)]
     if not points and case:
         points = [LoadPoint(concurrency=o.concurrency) for o in case.observations if o.concurrency]
@@ -119,13 +121,15 @@ def resolve_workload(case: CaseFile | None, input_len, output_len, concurrency, 
 @click.option("--what-if", "what_ifs", multiple=True, metavar="KEY=VALUE", help="A change to predict, e.g. --what-if kv_cache_dtype=fp8 (repeatable; all applied together).")
 @click.option("--attach", "attachments", multiple=True, type=click.Path(dir_okay=False, path_type=Path), help="Benchmark result files measured on this deployment (repeatable).")
 @click.option("--calibrate/--no-calibrate", default=True, show_default=True, help="Fit the efficiency factors to the measured load points, within physical bounds.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the load curve (running and waiting requests, throughput, the knee) as a PNG.")
 @json_option
 @click.pass_context
-def estimate(ctx, what_ifs, attachments, calibrate, as_json, input_len, output_len, concurrency, request_rate, num_prompts, shared_prefix_len, **kw) -> None:
+def estimate(ctx, what_ifs, attachments, calibrate, plot_path, as_json, input_len, output_len, concurrency, request_rate, num_prompts, shared_prefix_len, **kw) -> None:
     """Predict KV capacity and every load point of a deployment, measured and predicted side by side.
 
     \b
     vllm-advisor estimate --profile case.yaml --concurrency 1,40,100
+    vllm-advisor estimate --profile case.yaml --concurrency 1..256 --plot curve.png   # the load curve and its knee
     vllm-advisor estimate --model Qwen2.5-32B --gpu H800 --tp 2 --input-len 63000 --output-len 1000 --concurrency 1,40
     vllm-advisor estimate --profile case.yaml --what-if kv_cache_dtype=fp8 --what-if max_num_batched_tokens=16384
 
@@ -155,6 +159,18 @@ def estimate(ctx, what_ifs, attachments, calibrate, as_json, input_len, output_l
         run = predict_load_point(em, p, input_len=input_len, output_len=output_len, num_prompts=num_prompts, shared_prefix_len=prefix)[0]
         run.metadata["calibrated"] = label == "calibrated"
         runs.append(run)
+    from ..perf.curve import curve_points, find_knee
+
+    curve = curve_points(runs)
+    knee = find_knee(curve, em.config.max_num_seqs) if len(curve) >= 2 else None
+    plot_written = None
+    if plot_path is not None:
+        if len(curve) < 2:
+            raise UsageError("--plot draws the load curve: give at least two client counts, e.g. --concurrency 1..256")
+        from .curve_plot import draw_curve
+
+        subject = f"{em.model.name}, {em.num_gpus} x {em.gpu.name}, TP {em.config.tensor_parallel_size}, {input_len:,} in / {output_len:,} out"
+        plot_written = draw_curve(curve, knee, plot_path, subject=subject, calibrated=label == "calibrated")
     whatif = None
     if what_ifs:
         whatif = what_if(dep, args, list(what_ifs), points, input_len=input_len, output_len=output_len, num_prompts=num_prompts, shared_prefix_len=prefix, efficiency=em.step.eff)
@@ -166,6 +182,9 @@ def estimate(ctx, what_ifs, attachments, calibrate, as_json, input_len, output_l
         "predicted": runs,
         "measured": measured,
         "what_if": whatif.to_dict() if whatif else None,
+        "curve": {"points": [vars(p) | {"queued": p.queued} for p in curve], "knee": knee.to_dict() if knee else None, "plot": str(plot_written) if plot_written else None}
+        if knee
+        else None,
         "notes": em.notes,
     }
 
@@ -173,6 +192,8 @@ def estimate(ctx, what_ifs, attachments, calibrate, as_json, input_len, output_l
         parts = [render_memory(em), render_predicted(runs, label)]
         if measured:
             parts.append(render.bench_table(measured, "Measured load points (from the profile and attachments)"))
+        if knee:
+            parts.append(render_curve(curve, knee, em.replicas, label, plot_written))
         if calibration:
             parts.append(render_calibration(calibration))
         if whatif:
@@ -251,6 +272,46 @@ def render_predicted(runs, label: str = "uncalibrated") -> Group:
         )
     notes = [Text(f"{r.load_label}: {n}", style="dim") for r in runs for n in r.notes]
     return Group(table, server, *notes)
+
+
+KNEE_LIMITS = {
+    "kv_cache": "the KV cache is full ({kv:.0f}% of its blocks in use): no more requests of this length fit",
+    "max_num_seqs": "max_num_seqs caps the running batch (the KV cache is {kv:.0f}% used)",
+    "token_budget": "prompts are admitted no faster than the token budget per step (max_num_batched_tokens) prefills them "
+    "(the KV cache is {kv:.0f}% used)",
+}
+
+
+def render_curve(points, knee, replicas: int, label: str, plot_path) -> Group:
+    table = Table(title=f"Load curve (model, {label}; server view time-weighted)", title_justify="left")
+    for col in ("clients", "running\nmean/max", "waiting\nmean", "KV\nusage %", "out\ntok/s", "decode tok/s\nper request", "TTFT p50\nms"):
+        table.add_column(col, justify="right")
+    for p in points:
+        mark = " *" if p.concurrency == knee.first_queued else ""
+        table.add_row(
+            f"{p.concurrency}{mark}",
+            f"{render.fmt(p.running_mean)} / {p.running_max}",
+            render.fmt(p.waiting_mean),
+            render.fmt(p.kv_usage_pct),
+            render.fmt(p.output_tok_s),
+            render.fmt(p.request_decode_tok_s),
+            render.fmt(p.ttft_p50_ms),
+        )
+    if knee.first_queued is None:
+        line = f"No knee up to {knee.last_unqueued} clients: every request runs as it arrives (model)."
+    else:
+        between = f"between {knee.last_unqueued} and {knee.first_queued} clients" if knee.last_unqueued else f"at or below {knee.first_queued} clients"
+        line = (
+            f"Knee {between} (model): running stops growing at ~{knee.running_plateau:.1f} requests and the rest wait; "
+            + KNEE_LIMITS[knee.limit].format(kv=knee.kv_usage_pct or 0.0)
+            + "."
+        )
+    lines = [Text(line, style="bold")]
+    if replicas > 1:
+        lines.append(Text(f"{replicas} replicas: running and waiting are one replica's (clients split evenly)", style="dim"))
+    if plot_path:
+        lines.append(Text(f"plot: {plot_path}", style="dim"))
+    return Group(table, *lines)
 
 
 def render_whatif(result) -> Group:

@@ -471,10 +471,10 @@ class Simulator:
 
     # -- stretches of identical steps (the event-driven path) ----------------------------------
 
-    def _repeat_limit(self, scheduled: list[tuple[SimRequest, int]]) -> int:
+    def _repeat_limit(self, scheduled: list[tuple[SimRequest, int]]) -> tuple[int, list[SimRequest], list[tuple[SimRequest, int]]]:
         """How many consecutive steps, this one first, schedule the same requests with the same token
         counts, counting only what the batch itself decides (the KV pool and arrivals are checked in
-        ``_run_stretch``).
+        ``_run_stretch``); with the batch's decodes and prefill chunks.
 
         The schedule of step j+1 equals that of step j when nobody finishes, no prompt completes and
         no chunk shrinks before the last step of the stretch: the running requests then ask for the
@@ -484,20 +484,26 @@ class Simulator:
         the next step's admission undecided, so it ends the stretch at once.
         """
         if self.mode == "steps" or self._preempted_in_step or not scheduled:
-            return 1
+            return 1, [], []
         lim = self.limits
         p = self.workload.shared_prefix_len
         prefix_pending = lim.enable_prefix_caching and p >= lim.block_size and not self.prefix_blocks_cached
         cap_matters = lim.max_num_partial_prefills is not None and bool(self.waiting)
         k = self.max_steps
+        decodes: list[SimRequest] = []
+        chunks: list[tuple[SimRequest, int]] = []
         for r, n in scheduled:
             c = r.num_computed
-            if self._is_decode(r, n):
-                k = min(k, r.output_len - r.num_generated)  # the finishing step may be the last
+            if n == 1 and c == r.prompt_len + r.num_generated - 1 and r.num_generated > 0:  # _is_decode
+                decodes.append(r)
+                left = r.output_len - r.num_generated  # the finishing step may be the last
+                if left < k:
+                    k = left
             else:
                 if n == 1:
-                    return 1
-                rem = r.num_tokens - c
+                    return 1, [], []
+                chunks.append((r, n))
+                rem = r.prompt_len + r.num_generated - c
                 # Chunks of n while at least n remain; the chunk that completes the prompt may be the
                 # last step (with a partial-prefill cap it frees a slot for the queue: not even that).
                 k = min(k, (rem - 1) // n if cap_matters else rem // n)
@@ -505,29 +511,28 @@ class Simulator:
                 # The step that first computes the shared prefix puts it in the cache: last step at most.
                 k = min(k, max(1, -(-(p - c) // n)))
             if k <= 1:
-                return 1
-        return k
+                return 1, [], []
+        return k, decodes, chunks
 
-    def _stretch_costs(self, batch_at: Callable[[int], StepBatch], k: int) -> np.ndarray:
-        """The k steps' durations from a few cost evaluations.
+    def _stretch_costs(self, batch_at: Callable[[int], StepBatch], k: int) -> tuple[np.ndarray, float, float, bool]:
+        """The k steps' durations from a few cost evaluations: (durations, first, last, affine).
 
         Along a stretch only context lengths grow, one token per decode and one chunk per prefill per
         step; the step-time model is affine in them (decode attention reads the context, prefill
         attention is linear in the chunk's depth), except where a sliding window caps the context
-        (a minimum: concave). A cost that is concave or convex on an interval and meets its chord at
-        the midpoint is affine there, so a piece is accepted when its midpoint matches the chord and
-        split in two otherwise: exact for this model, a few evaluations per stretch.
+        (a minimum: concave). A cost model that says it is affine (``affine_in_context``) is
+        evaluated at both ends; any other is checked: a cost that is concave or convex on an
+        interval and meets its chord at the midpoint is affine there, so a piece is accepted when
+        its midpoint matches the chord and split in two otherwise.
         """
         cost = self.step_cost
-        out = np.empty(k)
         f0 = float(cost(batch_at(0)))
-        if k == 1:
-            out[0] = f0
-            return out
         f1 = float(cost(batch_at(k - 1)))
-        if getattr(cost, "affine_in_context", False):  # the model says so: no midpoint checks
-            return f0 + (f1 - f0) * (np.arange(k) / (k - 1))
+        if getattr(cost, "affine_in_context", False):
+            return f0 + (f1 - f0) * (np.arange(k) / (k - 1)), f0, f1, True
+        out = np.empty(k)
         stack = [(0, k - 1, f0, f1)]
+        affine = True
         while stack:
             lo, hi, flo, fhi = stack.pop()
             if hi - lo <= 2:
@@ -535,6 +540,7 @@ class Simulator:
                 out[hi] = fhi
                 if hi - lo == 2:
                     out[lo + 1] = float(cost(batch_at(lo + 1)))
+                    affine = affine and abs(out[lo + 1] - (flo + fhi) / 2) <= 1e-9 * max(abs(flo), abs(fhi))
                 continue
             mid = (lo + hi) // 2
             fm = float(cost(batch_at(mid)))
@@ -542,9 +548,10 @@ class Simulator:
             if abs(fm - chord) <= 1e-9 * max(abs(fm), abs(flo), abs(fhi)):
                 out[lo : hi + 1] = flo + (fhi - flo) * (np.arange(hi - lo + 1) / (hi - lo))
             else:
+                affine = False
                 stack.append((lo, mid, flo, fm))
                 stack.append((mid, hi, fm, fhi))
-        return out
+        return out, f0, f1, affine
 
     def _blocks_after(self, decodes: list[SimRequest], chunks: list[tuple[SimRequest, int]], k: int) -> int:
         """Blocks the stretch allocates beyond what its first step (already scheduled) took, if it
@@ -561,22 +568,34 @@ class Simulator:
                 total += grow
         return total
 
-    def _stretch_block_seconds(self, decodes: list[SimRequest], chunks: list[tuple[SimRequest, int]], durations: np.ndarray) -> float:
+    def _stretch_block_seconds(self, decodes: list[SimRequest], chunks: list[tuple[SimRequest, int]], durations: np.ndarray, slope: float | None) -> float:
         """Sum over the stretch's steps of (blocks allocated since its first step) x (step duration):
         what the time-weighted KV usage needs, as the reference records it after each step's
-        allocation. A block allocated at step t counts for the steps t..k-1, i.e. ``tail[t]``; a
-        decode allocates at ``held x block_size - computed`` and every ``block_size`` steps after."""
+        allocation. A block allocated at step t counts for the steps t..k-1 (their summed duration,
+        ``tail(t)``). A decode allocates at ``held x block_size - computed`` and every ``block_size``
+        steps after: with affine durations (``slope`` given) the sum over that progression is closed
+        form; otherwise it is read off the tail sums."""
         bs = self.limits.block_size
         k = durations.size
-        tail = np.cumsum(durations[::-1])[::-1]  # tail[t] = sum of durations[t:]
-        total = 0.0
         firsts: dict[int, int] = {}
         for r in decodes:
             t = bs * (r.blocks + r.shared_blocks) - r.num_computed
             if 1 <= t < k:
                 firsts[t] = firsts.get(t, 0) + 1
-        for t, count in firsts.items():
-            total += count * float(tail[t::bs].sum())
+        total = 0.0
+        if slope is not None:
+            f0 = float(durations[0])
+            half_kk = k * (k - 1) / 2.0
+            for t1, count in firsts.items():
+                m = (k - 1 - t1) // bs + 1  # allocations at t1, t1 + bs, ... < k
+                st = m * t1 + bs * m * (m - 1) / 2.0
+                st2 = m * t1 * t1 + t1 * bs * m * (m - 1) + bs * bs * (m - 1) * m * (2 * m - 1) / 6.0
+                # tail(t) = (k - t) f0 + slope (k(k-1)/2 - t(t-1)/2), summed over the m values of t
+                total += count * ((m * k - st) * f0 + slope * (m * half_kk - (st2 - st) / 2.0))
+        elif firsts:
+            tail = np.cumsum(durations[::-1])[::-1]  # tail[t] = sum of durations[t:]
+            for t, count in firsts.items():
+                total += count * float(tail[t::bs].sum())
         if chunks:
             j1 = np.arange(1, k + 1, dtype=np.int64)
             for r, n in chunks:
@@ -584,13 +603,12 @@ class Simulator:
                 total += float((need * durations).sum())  # not np.dot: BLAS threads stall on a busy machine
         return total
 
-    def _run_stretch(self, scheduled: list[tuple[SimRequest, int]], k: int) -> None:
+    def _run_stretch(self, scheduled: list[tuple[SimRequest, int]], k: int, decodes: list[SimRequest], chunks: list[tuple[SimRequest, int]]) -> None:
         """Run k >= 2 steps whose batches differ only in context lengths, in one jump: the same
         per-request token times, step count, block allocations and server view as k calls of
         ``_run_step`` (the reference; ``mode="steps"`` runs it alone)."""
-        decodes = [r for r, n in scheduled if self._is_decode(r, n)]
-        chunks = [(r, n) for r, n in scheduled if not self._is_decode(r, n)]
-        if self._blocks_after(decodes, chunks, k) > self.free_blocks:
+        taken = self._blocks_after(decodes, chunks, k)
+        if taken > self.free_blocks:
             # Stop before the step whose allocation would preempt: the longest run that still fits.
             lo, hi = 1, k - 1
             while lo < hi:
@@ -603,15 +621,22 @@ class Simulator:
             if k < 2:
                 self._run_step(scheduled)
                 return
+            taken = self._blocks_after(decodes, chunks, k)
         nd = len(decodes)
-        ctx0 = sum(r.num_computed + 1 for r in decodes)
-        shared = self._shared_prefix(sum(1 for r in decodes if r.shared_blocks))
+        ctx0 = 0
+        readers = 0
+        for r in decodes:
+            ctx0 += r.num_computed + 1
+            if r.shared_blocks:
+                readers += 1
+        shared = self._shared_prefix(readers)
         chunk_spec = [(n, r.num_computed) for r, n in chunks]
 
         def batch_at(j: int) -> StepBatch:
-            return StepBatch(nd, ctx0 + j * nd, tuple((n, d + j * n) for n, d in chunk_spec), *shared)
+            return StepBatch(nd, ctx0 + j * nd, tuple([(n, d + j * n) for n, d in chunk_spec]), *shared)
 
-        durations = self._stretch_costs(batch_at, k)
+        durations, f0, f1, affine = self._stretch_costs(batch_at, k)
+        k_costed = k
         ends = self.now + np.cumsum(durations)
         if self._arrivals is not None and self._next_arrival < len(self._arrivals):
             # A request that arrives before a step starts joins the queue that step sees: stop there.
@@ -622,51 +647,62 @@ class Simulator:
                     return
                 k = fits
                 ends, durations = ends[:k], durations[:k]
+                taken = self._blocks_after(decodes, chunks, k)
+        last = float(ends[-1])
+        total = last - self.now
         used0 = self.limits.num_gpu_blocks - self.free_blocks
-        total = float(ends[-1] - self.now)
+        slope = (f1 - f0) / (k_costed - 1) if affine else None
+        block_seconds = self._stretch_block_seconds(decodes, chunks, durations, slope) if taken else 0.0
         self.steps.append(
             StepRecord(
                 start=self.now,
                 duration=total,
                 num_decodes=nd,
-                prefill_tokens=sum(n for n, _ in chunk_spec),
+                prefill_tokens=sum([n for n, _ in chunk_spec]),
                 running=len(self.running),
                 waiting=len(self.waiting),
-                kv_blocks_used=used0 + self._stretch_block_seconds(decodes, chunks, durations) / total if total > 0 else used0,
+                kv_blocks_used=used0 + block_seconds / total if total > 0 else used0,
                 count=k,
                 batch=batch_at(0),
                 last_batch=batch_at(k - 1),
             )
         )
-        g0 = self.step_count
+        g_last = self.step_count + k - 1
         self.step_count += k
-        taken = self._blocks_after(decodes, chunks, k)
         if taken:
             self.free_blocks -= taken
             self._evict(taken)
         bs = self.limits.block_size
-        self.now = float(ends[-1])
+        self.now = last
         finished: list[SimRequest] = []
-        for r, n in scheduled:
+        for r in decodes:
+            r.num_computed += k
+            grow = -(-r.num_computed // bs) - r.blocks - r.shared_blocks
+            if grow > 0:
+                r.blocks += grow
+            r.num_generated += k
+            r.token_segments.append(ends)
+            if r.num_generated >= r.output_len:
+                finished.append(r)
+        for r, n in chunks:
             r.num_computed += k * n
             grow = -(-r.num_computed // bs) - r.blocks - r.shared_blocks
             if grow > 0:
                 r.blocks += grow
-            self._maybe_cache_prefix(r)
-        dec_ids = {id(r) for r in decodes}
-        for r, n in scheduled:
-            if id(r) in dec_ids:
-                r.num_generated += k
-                r.token_segments.append(ends)
-            elif r.num_computed >= r.num_tokens:  # the prompt's last chunk: first token
+        if self.prefix_blocks_cached == 0:
+            for r, _ in scheduled:
+                self._maybe_cache_prefix(r)
+        for r, _ in chunks:
+            if r.num_computed >= r.num_tokens:  # the prompt's last chunk: first token
                 r.num_generated += 1
-                r.token_segments.append(self.now)
+                r.token_segments.append(last)
                 if r.first_token_step < 0:
-                    r.first_token_step = g0 + k - 1
-            else:
-                continue
-            if r.num_generated >= r.output_len:
-                finished.append(r)
+                    r.first_token_step = g_last
+                if r.num_generated >= r.output_len:
+                    finished.append(r)
+        if finished and len(finished) > 1:
+            order = {id(r): i for i, (r, _) in enumerate(scheduled)}
+            finished.sort(key=lambda r: order[id(r)])
         self._finish(finished)
 
     def run(self) -> SimResult:
@@ -693,9 +729,9 @@ class Simulator:
                     r.finish = self.now
                     self._on_finish(r)
                 continue
-            k = self._repeat_limit(scheduled)
+            k, decodes, chunks = self._repeat_limit(scheduled)
             if k >= 2:
-                self._run_stretch(scheduled, min(k, self.max_steps - self.step_count))
+                self._run_stretch(scheduled, min(k, self.max_steps - self.step_count), decodes, chunks)
             else:
                 self._run_step(scheduled)
             if self.step_count >= self.max_steps:
