@@ -124,6 +124,7 @@ class SimRequest:
     arrival_step: int = -1
     first_token_step: int = -1
     finish_step: int = -1
+    last_token_time: float | None = None
 
     @property
     def num_tokens(self) -> int:
@@ -172,6 +173,11 @@ class SimResult:
     workload: Workload
     duration: float
     total_preemptions: int
+    # The ITL gaps, pooled as the simulation went: one gap per token sampled after a request's
+    # previous segment (``itl_joins``), and per stretch its end times with the number of requests
+    # that sampled at every one of them (``itl_stretches``). See ``summary.itl_gaps``.
+    itl_joins: list[float] | None = None
+    itl_stretches: list[tuple[np.ndarray, int]] | None = None
 
     def finished(self) -> list[SimRequest]:
         return [r for r in self.requests if r.finish is not None and r.rejected is None]
@@ -186,6 +192,7 @@ class Simulator:
         if mode not in ("events", "steps"):
             raise ValueError(f"mode must be 'events' or 'steps', not {mode!r}")
         self.mode = mode
+        self._affine_cost = bool(getattr(step_cost, "affine_in_context", False))
         self.limits = limits
         self.step_cost = step_cost
         self.workload = workload
@@ -200,6 +207,8 @@ class Simulator:
         self.steps: list[StepRecord] = []
         self.now = 0.0
         self.step_count = 0  # engine steps run so far (a stretch counts all of its steps)
+        self.itl_joins: list[float] = []
+        self.itl_stretches: list[tuple[np.ndarray, int]] = []
         self.preemptions = 0
         self._preempted_in_step = False
         # Shared-prefix cache: blocks of the common prefix, computed once and then shared.
@@ -347,7 +356,7 @@ class Simulator:
         if preempted:
             return scheduled
         partial_cap = lim.max_num_partial_prefills
-        partial = sum(1 for r, n in scheduled if r.num_computed + n < r.num_tokens)
+        partial = sum(1 for r, n in scheduled if r.num_computed + n < r.num_tokens) if partial_cap is not None else 0
         while self.waiting and budget > 0 and len(self.running) < lim.max_num_seqs:
             r = self.waiting[0]
             if r.num_tokens > lim.max_model_len:
@@ -421,6 +430,7 @@ class Simulator:
         ctx_sum = 0
         readers = 0
         chunks: list[tuple[int, int]] = []
+        prefill_tokens = 0
         for r, n in scheduled:
             if self._is_decode(r, n):
                 num_decodes += 1
@@ -428,6 +438,7 @@ class Simulator:
                 readers += 1 if r.shared_blocks else 0
             else:
                 chunks.append((n, r.num_computed))
+                prefill_tokens += n
         batch = StepBatch(num_decodes, ctx_sum, tuple(chunks), *self._shared_prefix(readers))
         duration = float(self.step_cost(batch))
         self.steps.append(
@@ -435,7 +446,7 @@ class Simulator:
                 start=self.now,
                 duration=duration,
                 num_decodes=num_decodes,
-                prefill_tokens=batch.prefill_tokens,
+                prefill_tokens=prefill_tokens,
                 running=len(self.running),
                 waiting=len(self.waiting),
                 kv_blocks_used=self.limits.num_gpu_blocks - self.free_blocks,
@@ -452,6 +463,9 @@ class Simulator:
             if r.num_computed >= r.num_tokens:  # caught up: this step samples a token
                 r.num_generated += 1
                 r.token_segments.append(self.now)
+                if r.last_token_time is not None:
+                    self.itl_joins.append(self.now - r.last_token_time)
+                r.last_token_time = self.now
                 if r.first_token_step < 0:
                     r.first_token_step = g
                 if r.num_generated >= r.output_len:
@@ -528,7 +542,7 @@ class Simulator:
         cost = self.step_cost
         f0 = float(cost(batch_at(0)))
         f1 = float(cost(batch_at(k - 1)))
-        if getattr(cost, "affine_in_context", False):
+        if self._affine_cost:
             return f0 + (f1 - f0) * (np.arange(k) / (k - 1)), f0, f1, True
         out = np.empty(k)
         stack = [(0, k - 1, f0, f1)]
@@ -632,8 +646,13 @@ class Simulator:
         shared = self._shared_prefix(readers)
         chunk_spec = [(n, r.num_computed) for r, n in chunks]
 
+        made: dict[int, StepBatch] = {}
+
         def batch_at(j: int) -> StepBatch:
-            return StepBatch(nd, ctx0 + j * nd, tuple([(n, d + j * n) for n, d in chunk_spec]), *shared)
+            b = made.get(j)
+            if b is None:
+                b = made[j] = StepBatch(nd, ctx0 + j * nd, tuple([(n, d + j * n) for n, d in chunk_spec]), *shared)
+            return b
 
         durations, f0, f1, affine = self._stretch_costs(batch_at, k)
         k_costed = k
@@ -675,6 +694,10 @@ class Simulator:
         bs = self.limits.block_size
         self.now = last
         finished: list[SimRequest] = []
+        if decodes:
+            first = float(ends[0])
+            joins = self.itl_joins
+            self.itl_stretches.append((ends, nd))
         for r in decodes:
             r.num_computed += k
             grow = -(-r.num_computed // bs) - r.blocks - r.shared_blocks
@@ -682,6 +705,8 @@ class Simulator:
                 r.blocks += grow
             r.num_generated += k
             r.token_segments.append(ends)
+            joins.append(first - r.last_token_time)  # a decode has sampled before
+            r.last_token_time = last
             if r.num_generated >= r.output_len:
                 finished.append(r)
         for r, n in chunks:
@@ -696,6 +721,9 @@ class Simulator:
             if r.num_computed >= r.num_tokens:  # the prompt's last chunk: first token
                 r.num_generated += 1
                 r.token_segments.append(last)
+                if r.last_token_time is not None:
+                    self.itl_joins.append(last - r.last_token_time)
+                r.last_token_time = last
                 if r.first_token_step < 0:
                     r.first_token_step = g_last
                 if r.num_generated >= r.output_len:
@@ -743,6 +771,8 @@ class Simulator:
             workload=self.workload,
             duration=self.now,
             total_preemptions=self.preemptions,
+            itl_joins=self.itl_joins,
+            itl_stretches=self.itl_stretches,
         )
 
 

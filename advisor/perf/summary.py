@@ -16,14 +16,28 @@ from ..schema.bench import STANDARD_PERCENTILES, percentile_key
 from .simulator import SimRequest, SimResult
 
 
-def itl_gaps(done: list[SimRequest]) -> tuple[np.ndarray, np.ndarray]:
+def itl_gaps(done: list[SimRequest], result: SimResult | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Every gap between consecutive tokens of every request, as (values, multiplicities).
 
     A stretch of k identical steps stores its k end times once for all the requests that sampled in
     it, so its k - 1 inner gaps are counted once with the number of those requests as weight; the
     gaps that join a request's segments are counted one by one. The multiset is the same as pooling
-    ``np.diff(token_times)`` over the requests, without building a million-element array.
+    ``np.diff(token_times)`` over the requests, without building a million-element array. The
+    simulator pools them as it goes (``SimResult.itl_joins`` / ``itl_stretches``); that pool is
+    used when every request that sampled a token is among ``done``, else they are gathered here.
     """
+    if result is not None and result.itl_joins is not None and result.itl_stretches is not None:
+        sampled = [r for r in result.requests if r.token_segments]
+        if len(sampled) == len(done) and all(r.finish is not None and r.rejected is None for r in sampled):
+            joins = np.asarray(result.itl_joins, dtype=float)
+            stretches = [(ends, count) for ends, count in result.itl_stretches if ends.size > 1]
+            if not stretches:
+                return joins, np.ones(joins.size, dtype=np.int64)
+            # All stretches' end times in one array: its diffs, less those across two stretches.
+            sizes = np.array([ends.size for ends, _ in stretches])
+            diffs = np.delete(np.diff(np.concatenate([ends for ends, _ in stretches])), np.cumsum(sizes)[:-1] - 1)
+            counts = np.repeat(np.array([count for _, count in stretches], dtype=np.int64), sizes - 1)
+            return np.concatenate((joins, diffs)), np.concatenate((np.ones(joins.size, dtype=np.int64), counts))
     shared: dict[int, list] = {}
     joins: list[float] = []
     for r in done:
@@ -65,7 +79,7 @@ def weighted_distribution(values: np.ndarray, weights: np.ndarray, unit: str) ->
     n = int(cum[-1])
     qs = np.asarray(list(STANDARD_PERCENTILES) + [50.0], dtype=float)
     rank = qs / 100.0 * (n - 1)
-    lo = np.floor(rank)
+    lo = np.floor(rank).astype(np.int64)  # integer ranks: a float key would convert all of ``cum``
     frac = rank - lo
     v_lo = v[np.searchsorted(cum, lo, side="right")]
     v_hi = v[np.searchsorted(cum, np.minimum(lo + 1, n - 1), side="right")]
@@ -116,7 +130,7 @@ def sim_to_run(result: SimResult, *, label: str | None = None, model: str | None
     in_len = np.array([r.prompt_len for r in done])
     multi = out_len > 1
     tpot = (e2e[multi] - ttft[multi]) / (out_len[multi] - 1)
-    gap_values, gap_weights = itl_gaps(done)
+    gap_values, gap_weights = itl_gaps(done, result)
     queue = np.array([(r.first_scheduled - r.arrival) for r in done if r.first_scheduled is not None])
     start = float(min(r.arrival for r in result.requests))
     duration = float(finish.max() - start)
