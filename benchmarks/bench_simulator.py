@@ -1,24 +1,42 @@
-"""Benchmark: the scheduler simulation, the performance model's hot path.
+"""Benchmark: the scheduler simulation and the commands that run it (issue 17).
 
-Two load points that stress it differently: the motivating long-prompt case (Qwen2.5-32B, TP2 on
-H800, 63K in / 1K out, 100 clients, 1,000 requests: ~200,000 engine steps with few running
-requests; the issue's target is under 2 s)
-and a short-prompt high-concurrency case (Llama-3.1-8B on one H100, 1K in / 200 out, 256 clients,
-1,024 requests: fewer steps, hundreds of requests per step). Prints one JSON line with the median
-seconds of each over N repeats and the simulated engine steps per second.
+Simulation, in process, median of N (wall and CPU seconds; the machine is shared, so CPU time is the
+steadier figure):
+- ``long_prompt_c100``: the motivating long-prompt case (Qwen2.5-32B, TP2 on H800, 63K in / 1K out,
+  100 clients, 1,000 requests: ~205,000 engine steps, ~3,400 events; target < 0.1 s), summary
+  (``sim_to_run``) included, as ``predict_load_point`` runs it;
+- the same load point step by step (``mode="steps"``, the reference), once: what the events save;
+- ``short_prompt_c256``: Llama-3.1-8B on one H100, 1K in / 200 out, 256 clients, 1,024 requests
+  (few steps, hundreds of requests per step);
+- ``calibrate_seed``: fitting the seed case's three measured load points (target: the whole
+  ``estimate`` under 1 s).
 
-Usage: .venv/bin/python benchmarks/bench_simulator.py [--repeats 5]
+Whole commands in a fresh process (Python start-up and imports included), median of N:
+- ``estimate --profile examples/seed-qwen32b-h800-long-input.yaml --concurrency 1,40,100`` (with
+  calibration; target < 1 s);
+- the same with ``--concurrency 1..256`` (9 load points up to 768 requests of 63K each; target < 2 s).
+
+Prints one JSON line, with the load average before and after.
+
+Usage: .venv/bin/python benchmarks/bench_simulator.py [--repeats 5] [--no-commands]
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
+import subprocess
+import sys
 import time
+from pathlib import Path
 
 from vllm_advisor.perf.predict import LoadPoint, build_engine_model, predict_load_point
 from vllm_advisor.schema import Deployment, EngineArgs
+
+REPO = Path(__file__).resolve().parents[1]
+PROFILE = REPO / "examples" / "seed-qwen32b-h800-long-input.yaml"
 
 CASES = {
     "long_prompt_c100": (
@@ -35,24 +53,84 @@ CASES = {
     ),
 }
 
+COMMANDS = {
+    "estimate_seed_1_40_100": ["estimate", "--profile", str(PROFILE), "--concurrency", "1,40,100", "--json"],
+    "estimate_seed_1_to_256": ["estimate", "--profile", str(PROFILE), "--concurrency", "1..256", "--json"],
+}
+
+
+def timed(fn, repeats: int) -> tuple[float, float, object]:
+    walls, cpus, value = [], [], None
+    for _ in range(repeats):
+        w, c = time.perf_counter(), time.process_time()
+        value = fn()
+        cpus.append(time.process_time() - c)
+        walls.append(time.perf_counter() - w)
+    return statistics.median(walls), statistics.median(cpus), value
+
+
+def simulations(out: dict, repeats: int) -> None:
+    for name, (dep, eargs, work, point) in CASES.items():
+        engine = build_engine_model(dep, eargs, needed_model_len=work["input_len"] + work["output_len"])
+        predict_load_point(engine, point, **work)  # warm: catalogs, GEMM cache
+        wall, cpu, (_, result) = timed(lambda: predict_load_point(engine, point, **work), repeats)
+        steps = sum(s.count for s in result.steps)
+        out[f"{name}_median_s"] = round(wall, 4)
+        out[f"{name}_cpu_s"] = round(cpu, 4)
+        out[f"{name}_steps"] = steps
+        out[f"{name}_events"] = len(result.steps)
+        if name == "long_prompt_c100":
+            from vllm_advisor.perf.simulator import Workload, simulate
+
+            w = Workload(work["input_len"], work["output_len"], work["num_prompts"], point.concurrency)
+            wall, cpu, _ = timed(lambda: simulate(engine.limits, engine.step, w, mode="steps"), 1)
+            out[f"{name}_steps_mode_s"] = round(wall, 3)
+            out[f"{name}_steps_mode_cpu_s"] = round(cpu, 3)
+
+
+def calibration(out: dict, repeats: int) -> None:
+    from vllm_advisor.perf.calibrate import calibrate
+    from vllm_advisor.probe.bench import observations_to_runs
+    from vllm_advisor.probe.casefile import load_case
+    from vllm_advisor.probe.serve_cmd import engine_args_for
+
+    case = load_case(PROFILE)
+    engine = build_engine_model(case.deployment, engine_args_for(case.deployment), needed_model_len=64000)
+    measured = observations_to_runs(case.observations, "profile")
+    wall, cpu, result = timed(lambda: calibrate(engine, measured, input_len=63000, output_len=1000), repeats)
+    out["calibrate_seed_median_s"] = round(wall, 4)
+    out["calibrate_seed_cpu_s"] = round(cpu, 4)
+    out["calibrate_seed_scales"] = [round(result.decode_scale, 4), round(result.prefill_scale, 4)]
+
+
+def commands(out: dict, repeats: int) -> None:
+    exe = Path(sys.executable).with_name("vllm-advisor")
+    env = {**os.environ, "VLLM_ADVISOR_HOME": os.environ.get("VLLM_ADVISOR_HOME", "/tmp/vllm-advisor-bench-home")}
+    for name, args in COMMANDS.items():
+        subprocess.run([str(exe), *args], capture_output=True, env=env, check=True)  # warm the disk cache
+        walls, cpus = [], []
+        for _ in range(repeats):
+            before = os.times()
+            start = time.perf_counter()
+            subprocess.run([str(exe), *args], capture_output=True, env=env, check=True)
+            walls.append(time.perf_counter() - start)
+            after = os.times()
+            cpus.append((after.children_user - before.children_user) + (after.children_system - before.children_system))
+        out[f"{name}_median_s"] = round(statistics.median(walls), 3)
+        out[f"{name}_cpu_s"] = round(statistics.median(cpus), 3)
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--no-commands", action="store_true", help="only the in-process figures")
     args = parser.parse_args()
-    out: dict[str, float | int | str] = {"bench": "simulator"}
-    for name, (dep, eargs, work, point) in CASES.items():
-        engine = build_engine_model(dep, eargs, needed_model_len=work["input_len"] + work["output_len"])
-        times, steps = [], 0
-        for _ in range(args.repeats):
-            start = time.perf_counter()
-            _, result = predict_load_point(engine, point, **work)
-            times.append(time.perf_counter() - start)
-            steps = sum(s.count for s in result.steps)
-        median = statistics.median(times)
-        out[f"{name}_median_s"] = round(median, 4)
-        out[f"{name}_steps"] = steps
-        out[f"{name}_steps_per_s"] = round(steps / median)
+    out: dict[str, object] = {"bench": "simulator", "loadavg_before": os.getloadavg()[0]}
+    simulations(out, args.repeats)
+    calibration(out, args.repeats)
+    if not args.no_commands:
+        commands(out, args.repeats)
+    out["loadavg_after"] = os.getloadavg()[0]
     print(json.dumps(out))
 
 

@@ -36,6 +36,7 @@ fixed overhead stands for the CPU work); cached prefix blocks stay resident (no 
 
 from __future__ import annotations
 
+import functools
 import math
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
@@ -58,11 +59,11 @@ class StepBatch:
     shared_prefix_len: int = 0  # tokens of a prefix-cached prefix common to ...
     shared_prefix_readers: int = 0  # ... this many of the decodes (cascade attention may read it once)
 
-    @property
+    @functools.cached_property
     def prefill_tokens(self) -> int:
         return sum(c for c, _ in self.prefill_chunks)
 
-    @property
+    @functools.cached_property
     def total_tokens(self) -> int:
         return self.num_decodes + self.prefill_tokens
 
@@ -258,7 +259,7 @@ class Simulator:
         return -(-tokens // self.limits.block_size)
 
     def _try_allocate(self, r: SimRequest, new_tokens: int) -> bool:
-        need = self._blocks_for(r.num_computed + new_tokens) - r.shared_blocks - r.blocks
+        need = -(-(r.num_computed + new_tokens) // self.limits.block_size) - r.shared_blocks - r.blocks
         if need <= 0:
             return True
         if need > self.free_blocks:
@@ -333,13 +334,21 @@ class Simulator:
         scheduled: list[tuple[SimRequest, int]] = []
         preempted = False
         i = 0
+        threshold = lim.long_prefill_token_threshold
+        bs = lim.block_size
         while i < len(self.running) and budget > 0:
             r = self.running[i]
-            n = r.num_tokens - r.num_computed
-            if lim.long_prefill_token_threshold > 0:
-                n = min(n, lim.long_prefill_token_threshold)
-            n = min(n, budget)
+            n = r.prompt_len + r.num_generated - r.num_computed  # num_tokens - num_computed
+            if 0 < threshold < n:
+                n = threshold
+            if n > budget:
+                n = budget
             if n <= 0:
+                i += 1
+                continue
+            if -(-(r.num_computed + n) // bs) <= r.shared_blocks + r.blocks:  # fits the blocks it holds
+                scheduled.append((r, n))
+                budget -= n
                 i += 1
                 continue
             while not self._try_allocate(r, n):
@@ -656,7 +665,8 @@ class Simulator:
 
         durations, f0, f1, affine = self._stretch_costs(batch_at, k)
         k_costed = k
-        ends = self.now + np.cumsum(durations)
+        ends = durations.cumsum()
+        ends += self.now
         if self._arrivals is not None and self._next_arrival < len(self._arrivals):
             # A request that arrives before a step starts joins the queue that step sees: stop there.
             fits = 1 + int(np.searchsorted(ends[:-1], self._arrivals[self._next_arrival] - 1e-12, side="left"))
