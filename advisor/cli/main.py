@@ -73,6 +73,7 @@ def _register() -> None:
     from .logs import logs
     from .memo import memo
     from .probe import probe
+    from .validate import validate
 
     cli.add_command(probe)
     cli.add_command(estimate)
@@ -82,6 +83,7 @@ def _register() -> None:
     cli.add_command(memo)
     cli.add_command(logs)
     cli.add_command(chat)
+    cli.add_command(validate)
 
 
 _register()

@@ -12,6 +12,7 @@ from .finding import Citation, Diagnosis, Evidence, Finding, MissingMeasurement,
 from .metrics import MetricFamily, MetricSample, MetricsSnapshot, MetricsWindow, SeriesWindow
 from .notes import InputNote
 from .serverlog import ServerLogInfo, ServerStatsLine
+from .validation import FigureComparison, FigureError, KvValidation, PointValidation, ValidationReport
 
 __all__ = [
     "BenchmarkRun",
@@ -41,4 +42,9 @@ __all__ = [
     "ServerStatsLine",
     "SimilarReport",
     "Workload",
+    "FigureComparison",
+    "FigureError",
+    "KvValidation",
+    "PointValidation",
+    "ValidationReport",
 ]

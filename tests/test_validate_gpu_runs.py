@@ -1,0 +1,98 @@
+"""`vllm-advisor validate` on the real-vLLM runs shipped in benchmarks/gpu/runs (H200, vLLM 0.26.0).
+
+No GPU: the measured side is the shipped per-request arrays; the predicted side is the model.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import math
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from advisor.cli.main import cli
+from advisor.perf.validation import measured_figures, validate_runs
+from advisor.schema.validation import FIGURES
+
+RUNS = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu" / "runs" / "2026-12-03-h200-vllm0.26"
+
+
+@pytest.fixture(scope="module")
+def report():
+    return validate_runs(RUNS)
+
+
+def test_every_measured_point_is_repredicted(report):
+    files = sorted(RUNS.rglob("results.json.gz"))
+    assert len(files) == 5
+    measured = 0
+    for f in files:
+        data = json.loads(gzip.decompress(f.read_bytes()))
+        measured += sum(1 for p in data["points"] if p.get("requests") and not p.get("skipped"))
+    assert len(report.points) == measured >= 35
+    models = {p.model for p in report.points}
+    assert {"Llama-3.1-8B-Instruct", "Qwen2.5-14B-Instruct", "Qwen3-30B-A3B"} <= models
+    for p in report.points:
+        figs = {f.figure: f for f in p.figures}
+        assert list(figs) == list(FIGURES)
+        for name in ("ttft_p50", "tpot_p50", "e2e_p50", "output_throughput"):
+            f = figs[name]
+            assert f.measured and f.measured > 0 and f.predicted and f.predicted > 0, (p.point, name)
+            assert f.error == pytest.approx(f.predicted / f.measured - 1.0)
+
+
+def test_split_follows_split_json(report):
+    split = json.loads((RUNS / "split.json").read_text())
+    assert split["fit"] == ["llama8b-b8192"]
+    for p in report.points:
+        assert p.split == ("fit" if p.run in split["fit"] else "holdout")
+    assert {s.split for s in report.summary} == {"fit", "holdout", "all"}
+
+
+def test_kv_cache_size_within_three_percent_of_the_server_log(report):
+    assert len(report.kv_cache) == 5
+    for k in report.kv_cache:
+        assert abs(k.error) <= 0.03, k
+
+
+def test_measured_figures_recomputed_match_the_harness_summary():
+    data = json.loads(gzip.decompress((RUNS / "qwen14b-b8192" / "results.json.gz").read_bytes()))
+    p = next(p for p in data["points"] if p["id"] == "c32-in8k")
+    m, s = measured_figures(p), p["summary"]
+    assert m["ttft_p50"] == pytest.approx(s["ttft_p50_s"], rel=1e-9)
+    assert m["ttft_p90"] == pytest.approx(s["ttft_p90_s"], rel=1e-9)
+    assert m["tpot_p50"] == pytest.approx(s["tpot_p50_ms"], rel=1e-9)
+    assert m["e2e_p50"] == pytest.approx(s["e2e_p50_s"], rel=1e-9)
+    assert m["output_throughput"] == pytest.approx(s["output_throughput_tok_s"], rel=1e-9)
+    assert m["running_mean"] > 10 and m["waiting_mean"] >= 0
+
+
+def test_cli_json_and_table():
+    runner = CliRunner()
+    res = runner.invoke(cli, ["validate", str(RUNS / "qwen3moe-b8192"), "--json"])
+    assert res.exit_code == 0, res.output
+    data = json.loads(res.output)
+    assert data["kv_cache"][0]["model"] == "Qwen3-30B-A3B"
+    assert {p["point"] for p in data["points"]} >= {"c1-in2k", "burst6-in32k", "poisson4-in4k", "c16-in8k-prefix6k"}
+    assert all(not math.isnan(f["measured"]) for p in data["points"] for f in p["figures"] if f["measured"] is not None)
+    res = runner.invoke(cli, ["validate", str(RUNS / "llama8b-b2048")])
+    assert res.exit_code == 0, res.output
+    assert "TTFT p50" in res.output and "KV cache size" in res.output
+
+
+def test_bad_input_is_one_line(tmp_path):
+    runner = CliRunner()
+    bad = tmp_path / "results.json"
+    bad.write_text("{}")
+    res = runner.invoke(cli, ["validate", str(bad)])
+    assert res.exit_code == 3
+    assert "not a benchmarks/gpu/vllm_e2e.py results file" in res.output
+    res = runner.invoke(cli, ["validate", str(tmp_path / "nothing")])
+    assert res.exit_code == 2 and "no such file" in res.output
+    (tmp_path / "broken.json.gz").write_bytes(b"nope")
+    (tmp_path / "results.json.gz").write_bytes(b"nope")
+    res = runner.invoke(cli, ["validate", str(tmp_path / "results.json.gz")])
+    assert res.exit_code == 3 and "not a readable results file" in res.output
