@@ -194,6 +194,9 @@ class Simulator:
             raise ValueError(f"mode must be 'events' or 'steps', not {mode!r}")
         self.mode = mode
         self._affine_cost = bool(getattr(step_cost, "affine_in_context", False))
+        self._prefix_possible = limits.enable_prefix_caching and workload.shared_prefix_len >= limits.block_size
+        # For an affine cost: per batch shape, a base cost and its slopes (see ``_shape_cost``).
+        self._shapes: dict[tuple, tuple[float, int, tuple[int, ...], float, tuple[float, ...]]] = {}
         self.limits = limits
         self.step_cost = step_cost
         self.workload = workload
@@ -449,7 +452,10 @@ class Simulator:
                 chunks.append((n, r.num_computed))
                 prefill_tokens += n
         batch = StepBatch(num_decodes, ctx_sum, tuple(chunks), *self._shared_prefix(readers))
-        duration = float(self.step_cost(batch))
+        if self._affine_cost and self._shapes and (num_decodes, tuple([n for n, _ in chunks]), batch.shared_prefix_len, batch.shared_prefix_readers) in self._shapes:
+            duration = self._shape_cost(batch)  # a shape a stretch has seen: no model call
+        else:
+            duration = float(self.step_cost(batch))
         self.steps.append(
             StepRecord(
                 start=self.now,
@@ -466,9 +472,11 @@ class Simulator:
         g = self.step_count
         self.step_count += 1
         finished: list[SimRequest] = []
+        cache_prefix = self._prefix_possible and not self.prefix_blocks_cached
         for r, n in scheduled:
             r.num_computed += n
-            self._maybe_cache_prefix(r)
+            if cache_prefix:
+                self._maybe_cache_prefix(r)
             if r.num_computed >= r.num_tokens:  # caught up: this step samples a token
                 r.num_generated += 1
                 r.token_segments.append(self.now)
@@ -549,10 +557,12 @@ class Simulator:
         its midpoint matches the chord and split in two otherwise.
         """
         cost = self.step_cost
+        if self._affine_cost:
+            f0 = self._shape_cost(batch_at(0))
+            f1 = self._shape_cost(batch_at(k - 1))
+            return f0 + (f1 - f0) * (np.arange(k) / (k - 1)), f0, f1, True
         f0 = float(cost(batch_at(0)))
         f1 = float(cost(batch_at(k - 1)))
-        if self._affine_cost:
-            return f0 + (f1 - f0) * (np.arange(k) / (k - 1)), f0, f1, True
         out = np.empty(k)
         stack = [(0, k - 1, f0, f1)]
         affine = True
@@ -575,6 +585,34 @@ class Simulator:
                 stack.append((lo, mid, flo, fm))
                 stack.append((mid, hi, fm, fhi))
         return out, f0, f1, affine
+
+    def _shape_cost(self, b: StepBatch) -> float:
+        """The cost of a batch through its shape's affine form, for costs that say they are affine
+        in the context lengths at a fixed shape (decodes, chunk sizes, shared prefix): the first
+        stretch of a shape evaluates the cost at its base and one step along the decode context
+        and each chunk's depth; every later batch of that shape (the prefill of each new request
+        beside the same running decodes, say) is then a few multiplications."""
+        chunks = b.prefill_chunks
+        key = (b.num_decodes, tuple([n for n, _ in chunks]), b.shared_prefix_len, b.shared_prefix_readers)
+        entry = self._shapes.get(key)
+        depths = tuple([d for _, d in chunks])
+        if entry is None:
+            cost = self.step_cost
+            base = float(cost(b))
+            g_ctx = 0.0
+            if b.num_decodes:
+                g_ctx = (float(cost(StepBatch(b.num_decodes, b.decode_context_sum + 1024, chunks, b.shared_prefix_len, b.shared_prefix_readers))) - base) / 1024
+            g_depths = []
+            for i in range(len(chunks)):
+                moved = tuple([(n, d + 1024 if j == i else d) for j, (n, d) in enumerate(chunks)])
+                g_depths.append((float(cost(StepBatch(b.num_decodes, b.decode_context_sum, moved, b.shared_prefix_len, b.shared_prefix_readers))) - base) / 1024)
+            self._shapes[key] = (base, b.decode_context_sum, depths, g_ctx, tuple(g_depths))
+            return base
+        base, ctx0, depths0, g_ctx, g_depths = entry
+        value = base + g_ctx * (b.decode_context_sum - ctx0)
+        for g, d, d0 in zip(g_depths, depths, depths0):
+            value += g * (d - d0)
+        return value
 
     def _blocks_after(self, decodes: list[SimRequest], chunks: list[tuple[SimRequest, int]], k: int) -> int:
         """Blocks the stretch allocates beyond what its first step (already scheduled) took, if it
@@ -630,13 +668,14 @@ class Simulator:
         """Run k >= 2 steps whose batches differ only in context lengths, in one jump: the same
         per-request token times, step count, block allocations and server view as k calls of
         ``_run_step`` (the reference; ``mode="steps"`` runs it alone)."""
+        free = self.free_blocks
         taken = self._blocks_after(decodes, chunks, k)
-        if taken > self.free_blocks:
+        if taken > free:
             # Stop before the step whose allocation would preempt: the longest run that still fits.
             lo, hi = 1, k - 1
             while lo < hi:
                 mid = (lo + hi + 1) // 2
-                if self._blocks_after(decodes, chunks, mid) <= self.free_blocks:
+                if self._blocks_after(decodes, chunks, mid) <= free:
                     lo = mid
                 else:
                     hi = mid - 1
@@ -654,7 +693,6 @@ class Simulator:
                 readers += 1
         shared = self._shared_prefix(readers)
         chunk_spec = [(n, r.num_computed) for r, n in chunks]
-
         made: dict[int, StepBatch] = {}
 
         def batch_at(j: int) -> StepBatch:
@@ -677,29 +715,25 @@ class Simulator:
                 k = fits
                 ends, durations = ends[:k], durations[:k]
                 taken = self._blocks_after(decodes, chunks, k)
+        now = self.now
         last = float(ends[-1])
-        total = last - self.now
-        used0 = self.limits.num_gpu_blocks - self.free_blocks
-        slope = (f1 - f0) / (k_costed - 1) if affine else None
-        block_seconds = self._stretch_block_seconds(decodes, chunks, durations, slope) if taken else 0.0
+        total = last - now
+        used0 = self.limits.num_gpu_blocks - free
+        if taken:
+            block_seconds = self._stretch_block_seconds(decodes, chunks, durations, (f1 - f0) / (k_costed - 1) if affine else None)
+            kv_used = used0 + block_seconds / total if total > 0 else used0
+        else:
+            kv_used = used0
+        prefill_tokens = 0
+        for n, _ in chunk_spec:
+            prefill_tokens += n
         self.steps.append(
-            StepRecord(
-                start=self.now,
-                duration=total,
-                num_decodes=nd,
-                prefill_tokens=sum([n for n, _ in chunk_spec]),
-                running=len(self.running),
-                waiting=len(self.waiting),
-                kv_blocks_used=used0 + block_seconds / total if total > 0 else used0,
-                count=k,
-                batch=batch_at(0),
-                last_batch=batch_at(k - 1),
-            )
+            StepRecord(now, total, nd, prefill_tokens, len(self.running), len(self.waiting), kv_used, k, batch_at(0), batch_at(k - 1))
         )
         g_last = self.step_count + k - 1
         self.step_count += k
         if taken:
-            self.free_blocks -= taken
+            self.free_blocks = free - taken
             self._evict(taken)
         bs = self.limits.block_size
         self.now = last
@@ -708,23 +742,26 @@ class Simulator:
             first = float(ends[0])
             joins = self.itl_joins
             self.itl_stretches.append((ends, nd))
-        for r in decodes:
-            r.num_computed += k
-            grow = -(-r.num_computed // bs) - r.blocks - r.shared_blocks
-            if grow > 0:
-                r.blocks += grow
-            r.num_generated += k
-            r.token_segments.append(ends)
-            joins.append(first - r.last_token_time)  # a decode has sampled before
-            r.last_token_time = last
-            if r.num_generated >= r.output_len:
-                finished.append(r)
+            for r in decodes:
+                c = r.num_computed + k
+                r.num_computed = c
+                grow = -(-c // bs) - r.blocks - r.shared_blocks
+                if grow > 0:
+                    r.blocks += grow
+                g = r.num_generated + k
+                r.num_generated = g
+                r.token_segments.append(ends)
+                joins.append(first - r.last_token_time)  # a decode has sampled before
+                r.last_token_time = last
+                if g >= r.output_len:
+                    finished.append(r)
         for r, n in chunks:
-            r.num_computed += k * n
-            grow = -(-r.num_computed // bs) - r.blocks - r.shared_blocks
+            c = r.num_computed + k * n
+            r.num_computed = c
+            grow = -(-c // bs) - r.blocks - r.shared_blocks
             if grow > 0:
                 r.blocks += grow
-        if self.prefix_blocks_cached == 0:
+        if self._prefix_possible and not self.prefix_blocks_cached:
             for r, _ in scheduled:
                 self._maybe_cache_prefix(r)
         for r, _ in chunks:
@@ -738,10 +775,11 @@ class Simulator:
                     r.first_token_step = g_last
                 if r.num_generated >= r.output_len:
                     finished.append(r)
-        if finished and len(finished) > 1:
-            order = {id(r): i for i, (r, _) in enumerate(scheduled)}
-            finished.sort(key=lambda r: order[id(r)])
-        self._finish(finished)
+        if finished:
+            if len(finished) > 1:
+                order = {id(r): i for i, (r, _) in enumerate(scheduled)}
+                finished.sort(key=lambda r: order[id(r)])
+            self._finish(finished)
 
     def run(self) -> SimResult:
         if self._arrivals is None:
