@@ -96,3 +96,18 @@ def test_estimate_range_prints_the_knee_and_plots_it(tmp_path):
 def test_plot_needs_a_curve():
     result = CliRunner().invoke(cli, ["estimate", "--profile", str(SEED), "--concurrency", "40", "--no-calibrate", "--plot", "x.png"])
     assert result.exit_code not in (0, 70) and "--plot" in result.output and "Traceback" not in result.output
+
+
+def test_matplotlib_is_imported_only_for_the_plot():
+    """matplotlib costs ~0.4 s to import: the curve without --plot must not pay it."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys; from click.testing import CliRunner; from vllm_advisor.cli.main import cli; "
+        f"r = CliRunner().invoke(cli, ['estimate', '--profile', {str(SEED)!r}, '--concurrency', '1..4', '--no-calibrate', '--json']); "
+        "assert r.exit_code == 0, r.output; print('matplotlib' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "False"
