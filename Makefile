@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-real bench clean
+.PHONY: demo test test-real bench fuzz clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "vllm-advisor needs Python >= 3.11; set PYTHON=python3.11")'
@@ -32,6 +32,11 @@ test-real: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
+
+# Issue 19: 10,000 seeded mutations of the real fixtures through every reader (a few minutes);
+# the figures are appended to benchmarks/RESULTS.md. `make test` runs 300 of them.
+fuzz: $(STAMP)
+	$(BIN)/python tests/fuzzing.py --count 10000 --seed 19 --results benchmarks/RESULTS.md
 
 clean:
 	rm -rf $(VENV) *.egg-info .pytest_cache .real-vllm

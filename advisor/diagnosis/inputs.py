@@ -348,6 +348,10 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
     inputs.engine = engine
     if not inputs.input_len or not inputs.output_len or not engine.memory.fits:
         return
+    for name in ("input_len", "output_len"):
+        if getattr(inputs, name) > MAX_SIM_LEN:
+            inputs.set_aside(InputNote(code="workload_bounded", field=f"workload.{name}", detail=f"{getattr(inputs, name):,} tokens is over the {MAX_SIM_LEN:,} the scheduler simulation takes: no predicted load points"))
+            return
     points = []
     for run in inputs.measured:
         if run.offered_concurrency:
@@ -361,11 +365,17 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
     if not points and inputs.case and (inputs.case.workload.concurrency or inputs.case.workload.request_rate):
         w = inputs.case.workload
         points = [LoadPoint(concurrency=w.concurrency) if w.concurrency else LoadPoint(request_rate=w.request_rate)]
+    points = _within_budget(inputs, points)
     if calibrate and inputs.measured:
-        try:
-            inputs.calibration = fit(engine, inputs.measured, input_len=inputs.input_len, output_len=inputs.output_len)
-        except AdvisorError as exc:
-            inputs.notes.append(f"calibration skipped: {exc.one_line()}")
+        usable = [r for r in inputs.measured if (r.offered_concurrency or 0) <= MAX_SIM_CONCURRENCY]
+        cost = CALIBRATION_SIMULATIONS * len(usable) * CALIBRATION_PROMPTS * (inputs.input_len / PREFILL_TOKENS_PER_UNIT + inputs.output_len)
+        if cost > CALIBRATION_BUDGET:
+            inputs.set_aside(InputNote(code="workload_bounded", field="calibration", detail=f"fitting {len(usable)} load points of {inputs.input_len:,}+{inputs.output_len:,} tokens is over the simulation budget: uncalibrated"))
+        else:
+            try:
+                inputs.calibration = fit(engine, usable, input_len=inputs.input_len, output_len=inputs.output_len)
+            except AdvisorError as exc:
+                inputs.notes.append(f"calibration skipped: {exc.one_line()}")
     sourced = engine.step.eff
     calibrated = inputs.calibration is not None and inputs.calibration.calibrated
     ceiling = ceiling_efficiency(sourced)
@@ -388,6 +398,42 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
         best.metadata["ceiling"] = True
         inputs.predicted.append(run)
         inputs.ceiling.append(best)
+
+
+#: Bounds on what one diagnosis asks the scheduler simulation to do, so that any input (a case file
+#: with 10,000 or 1e9 clients, a 1e9-token output) answers in seconds with a note instead of running
+#: for minutes. The simulation's cost grows with request-steps (requests x tokens each decodes, plus
+#: prefill tokens / 64); measured on this project's 2-core machine: ~1.2 s per million at 1,024
+#: closed-loop clients, and calibration ~0.17 s per million. Each predicted point is simulated twice
+#: (as calibrated and at the hardware ceiling).
+MAX_SIM_CONCURRENCY = 4096
+MAX_SIM_LEN = 1_048_576
+PREFILL_TOKENS_PER_UNIT = 64
+SIM_BUDGET = 6_000_000  # request-steps over all predicted points of one answer (~7 s)
+CALIBRATION_SIMULATIONS = 80  # golden-section evaluations of calibrate(), at most
+CALIBRATION_PROMPTS = 60  # requests calibrate() simulates per load point, at most
+CALIBRATION_BUDGET = 100_000_000
+
+
+def simulation_cost(num_prompts: int, input_len: int, output_len: int) -> float:
+    """Request-steps of one simulated load point (the unit of SIM_BUDGET)."""
+    return num_prompts * (input_len / PREFILL_TOKENS_PER_UNIT + output_len)
+
+
+def _within_budget(inputs: DiagnosisInputs, points: list) -> list:
+    """The load points the simulation can take; each one left out gets a note saying why."""
+    kept, spent = [], 0.0
+    for p in points:
+        if p.concurrency and p.concurrency > MAX_SIM_CONCURRENCY:
+            inputs.set_aside(InputNote(code="workload_bounded", field="concurrency", detail=f"{p.label}: over the {MAX_SIM_CONCURRENCY:,} clients the scheduler simulation takes"))
+            continue
+        cost = 2 * simulation_cost(diagnosis_prompts(p), inputs.input_len or 0, inputs.output_len or 0)
+        if spent + cost > SIM_BUDGET:
+            inputs.set_aside(InputNote(code="workload_bounded", field="concurrency" if p.concurrency else "request_rate", detail=f"{p.label}: simulating it is over the answer's simulation budget"))
+            continue
+        spent += cost
+        kept.append(p)
+    return kept
 
 
 def diagnosis_prompts(point) -> int:

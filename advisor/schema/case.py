@@ -14,49 +14,58 @@ from .cause_ids import CauseId
 from .deployment import Deployment
 
 
+#: Ranges a case file's numbers are checked against when it is read (issue 19: NaN, overflow and
+#: nonsense stop at the schema with the field named, not deep inside the model). Generous: a value
+#: outside them is not a deployment anyone runs.
+MAX_TOKENS = 100_000_000  # per request: 100x the longest context windows of 2025
+MAX_CLIENTS = 10_000_000
+MAX_MS = 1e10  # about 115 days
+MAX_RATE = 1e9  # tokens per second
+
+
 class LatencyFigures(BaseModel):
     """mean / p50 / p99 of one latency in milliseconds, as a user reported them."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    mean: float | None = None
-    p50: float | None = None
-    p99: float | None = None
+    mean: float | None = Field(None, ge=0, le=MAX_MS)
+    p50: float | None = Field(None, ge=0, le=MAX_MS)
+    p99: float | None = Field(None, ge=0, le=MAX_MS)
 
     def is_empty(self) -> bool:
         return self.mean is None and self.p50 is None and self.p99 is None
 
 
 class Workload(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    input_len: int | None = Field(None, description="tokens, typical prompt length")
-    output_len: int | None = Field(None, description="tokens, typical completion length")
-    shared_prefix_len: int | None = Field(None, description="tokens common to all prompts")
-    concurrency: int | None = Field(None, description="closed-loop client concurrency")
-    request_rate: float | None = Field(None, description="open-loop requests per second")
+    input_len: int | None = Field(None, ge=0, le=MAX_TOKENS, description="tokens, typical prompt length")
+    output_len: int | None = Field(None, ge=0, le=MAX_TOKENS, description="tokens, typical completion length")
+    shared_prefix_len: int | None = Field(None, ge=0, le=MAX_TOKENS, description="tokens common to all prompts")
+    concurrency: int | None = Field(None, ge=0, le=MAX_CLIENTS, description="closed-loop client concurrency")
+    request_rate: float | None = Field(None, ge=0, allow_inf_nan=True, description="open-loop requests per second (inf: all at once)")
     dataset: str | None = None
 
 
 class Observation(BaseModel):
     """One hand-measured load point; any subset of the keys."""
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
 
-    concurrency: int | None = None
-    request_rate: float | None = None
-    output_tok_s_per_request: float | None = Field(None, description="per-request generation speed, as the user computed it")
-    output_tok_s_total: float | None = Field(None, description="whole-server output throughput")
+    concurrency: int | None = Field(None, ge=0, le=MAX_CLIENTS)
+    request_rate: float | None = Field(None, ge=0, allow_inf_nan=True)
+    output_tok_s_per_request: float | None = Field(None, ge=0, le=MAX_RATE, description="per-request generation speed, as the user computed it")
+    output_tok_s_total: float | None = Field(None, ge=0, le=MAX_RATE, description="whole-server output throughput")
     ttft_ms: LatencyFigures | None = None
     tpot_ms: LatencyFigures | None = None
     itl_ms: LatencyFigures | None = None
     e2e_ms: LatencyFigures | None = None
-    gpu_util_pct: float | None = None
-    kv_cache_usage_pct: float | None = None
-    num_requests_running: float | None = None
-    num_requests_waiting: float | None = None
-    preemptions: float | None = None
-    prefix_cache_hit_rate: float | None = None
+    gpu_util_pct: float | None = Field(None, ge=0, le=100)
+    kv_cache_usage_pct: float | None = Field(None, ge=0, le=100)
+    num_requests_running: float | None = Field(None, ge=0, le=MAX_CLIENTS)
+    num_requests_waiting: float | None = Field(None, ge=0, le=MAX_CLIENTS)
+    preemptions: float | None = Field(None, ge=0, le=1e12)
+    prefix_cache_hit_rate: float | None = Field(None, ge=0, le=100)
     notes: str | None = None
 
 

@@ -78,6 +78,15 @@ def _loads(text: str):
 
 def _parse_json(path: Path, text: str) -> InputDocument:
     try:
+        return _parse_json_lines(path, text)
+    except RecursionError:  # orjson stops at 1,024 levels; the standard library at Python's stack
+        raise InputFileError("JSON nested too deeply to read (over a thousand levels)", source=str(path)) from None
+    except ValueError as exc:  # not a syntax error: a number of more than 4,300 digits, say
+        raise InputFileError(f"JSON value out of range: {str(exc).split(';')[0]}", source=str(path)) from None
+
+
+def _parse_json_lines(path: Path, text: str) -> InputDocument:
+    try:
         return InputDocument(path, "json", _loads(text))
     except json.JSONDecodeError as exc:
         whole_error = exc
@@ -121,11 +130,18 @@ def _parse_other(path: Path, text: str) -> InputDocument:
         value = None
     if isinstance(value, dict):
         return InputDocument(path, "yaml", value)
-    if _looks_like_csv(text):
+    try:
+        is_csv = _looks_like_csv(text)
+    except csv.Error:  # a field past the csv module's limit, a stray quote: not a table
+        is_csv = False
+    if is_csv:
         bounded_lines(text, str(path), cut=False)
         reader = csv.DictReader(io.StringIO(text.lstrip()), dialect=_csv_dialect(text))
-        columns = [c.strip() for c in (reader.fieldnames or [])]
-        rows = [{(k or "").strip(): v for k, v in row.items()} for row in reader]
+        try:
+            columns = [c.strip() for c in (reader.fieldnames or [])]
+            rows = [{(k or "").strip(): v for k, v in row.items()} for row in reader]
+        except csv.Error as exc:
+            raise InputFileError(f"CSV: line {reader.line_num}: {exc}", source=str(path)) from None
         return InputDocument(path, "csv", rows, columns)
     return InputDocument(path, "text", None)
 

@@ -49,11 +49,14 @@ def as_number(value: Any, *, allow_inf: bool = False) -> float | None:
     if isinstance(value, bool):
         raise ValueError(describe(value))
     if isinstance(value, (int, float)):
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an integer past 1.8e308
+            raise ValueError(describe(value)) from None
     elif isinstance(value, str):
         try:
             number = float(value.strip())
-        except ValueError:
+        except (ValueError, OverflowError):
             raise ValueError(describe(value)) from None
     else:
         raise ValueError(describe(value))
@@ -177,7 +180,7 @@ class FieldReader:
         total = int(counts.sum())
         try:
             flat = np.fromiter(itertools.chain.from_iterable(values), dtype=np.float64, count=total)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             for index, inner in enumerate(values):
                 for position, value in enumerate(inner):
                     try:

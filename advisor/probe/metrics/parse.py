@@ -37,7 +37,11 @@ _QUOTED_SKIPS = 3
 
 def parse_metrics_text(text: str, source: str, timestamp: float | None = None) -> MetricsSnapshot:
     """Parse Prometheus text exposition into a snapshot; unparsable lines are skipped and counted."""
+    from ..files import max_line_chars
+
     lines = text.splitlines()
+    if len(text) > (limit := max_line_chars()):  # a 10 MB label would cost the parser gigabytes: skipped as unreadable
+        lines = [line if len(line) <= limit else f"<a line of {len(line):,} characters>" for line in lines]
     kept, skipped = _prefilter(lines)
     families, late_skips = _parse_kept(lines, kept)
     skipped.extend(late_skips)
@@ -140,7 +144,7 @@ def _group_families(parsed: Iterable, notes: list[str]) -> dict[str, _Family]:
         if s.name.endswith("_bucket") and "le" in s.labels
     }
     out: dict[str, _Family] = {}
-    duplicates = 0
+    duplicates = unreadable = 0
     for m in parsed:
         if m.type in ("untyped", "unknown"):
             name, type_ = _infer_untyped(m.name, bucket_bases)
@@ -156,11 +160,18 @@ def _group_families(parsed: Iterable, notes: list[str]) -> dict[str, _Family]:
                 fam.help = m.documentation
         samples = fam.samples
         for s in m.samples:
+            try:
+                value = float(s.value)
+            except (OverflowError, TypeError, ValueError):  # an integer past 1.8e308
+                unreadable += 1
+                continue
             labels = s.labels
             key = (s.name, tuple(labels.items()))  # one exporter writes labels in one order
             if key in samples:
                 duplicates += 1
-            samples[key] = MetricSample.model_construct(name=s.name, labels=labels, value=float(s.value))
+            samples[key] = MetricSample.model_construct(name=s.name, labels=labels, value=value)
+    if unreadable:
+        notes.append(f"{unreadable} sample value(s) out of a number's range were skipped")
     if duplicates:
         notes.append(f"{duplicates} sample(s) appeared more than once; the last value of each was kept")
     return out

@@ -299,7 +299,7 @@ def _histogram_windows(ex: list[StepValues], stats: _CounterStats, notes: list[s
                 return vals[0]
             return _increase(vals, resets) if any(v is not None for v in vals) else None
 
-        les = sorted(last.buckets)
+        les = sorted(le for le in last.buckets if not math.isnan(le))  # a bucket "le=NaN" has no place on the axis
         bucket_inc = {le: inc(lambda h, le=le: h.buckets.get(le)) for le in les}
         count = inc(lambda h: h.count)
         total = inc(lambda h: h.sum)
