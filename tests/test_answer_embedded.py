@@ -11,9 +11,11 @@ import pytest
 from vllm_advisor.answer import Answer, attach_sources, write_answer
 from vllm_advisor.answer.citations import check_citations, unsupported_numbers
 from vllm_advisor.answer.figures import collect_figures
-from vllm_advisor.answer.i18n import fmt_number
+from vllm_advisor.messages import fmt_number
 from vllm_advisor.diagnosis.inputs import DiagnosisInputs, gather
+from vllm_advisor.messages import catalog
 from vllm_advisor.schema import Diagnosis, Evidence, Finding, MissingMeasurement, Recommendation
+from vllm_advisor.schema.message import msg, q
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = REPO / "examples" / "seed-qwen32b-h800-long-input.yaml"
@@ -27,37 +29,35 @@ def hand_diagnosis(language: str = "en") -> Diagnosis:
         findings=[
             Finding(
                 cause="kv_capacity",
-                title="Only a few 64K-token requests fit in the KV cache",
                 severity="high",
                 confidence=0.8,
-                explanation="Each request holds its whole prompt in the KV cache, so most clients wait.",
+                reasons=[msg("reason.queue_beyond_fit")],
                 evidence=[
-                    Evidence(kind="model", source="model", label="KV cache capacity", value=327120.0, unit="tokens", detail="= 5.1 requests of 64,000 tokens"),
-                    Evidence(kind="reported", source="case file", label="per-request speed at c=40", value=22.0, unit="tok/s"),
-                    Evidence(kind="measured", source="bench.json", label="p99_itl_ms", value=85.2, unit="ms"),
+                    Evidence(kind="model", origin="model", label=msg("ev.kv_capacity"), value=327120.0, unit="tokens",
+                             detail=msg("detail.kv_capacity", per_token=q(128, "KiB"), fit=q(5.1, "requests"), length=q(64000, "tokens"))),
+                    Evidence(kind="reported", origin="case", label=msg("figure.request_output_tok_s"), load="c=40", value=22.0, unit="tok/s"),
+                    Evidence(kind="measured", origin="file", where="bench.json", label=msg("ev.itl_ratio"), value=85.2, unit="ms"),
                 ],
                 recommendations=[
                     Recommendation(
-                        change="Halve KV bytes per token with an fp8 KV cache",
+                        change=msg("rec.kv_capacity_1"),
                         flag="--kv-cache-dtype fp8",
                         whatif=["kv_cache_dtype=fp8"],
-                        predicted_effect="model: KV cache 327,120 -> 654,256 tokens",
-                        cost="small accuracy risk",
+                        predicted_effect=msg("effect.model", parts=[msg("effect.kv", before=q(327120, "tokens"), after=q(654256, "tokens"))]),
+                        cost=msg("cost.kv_capacity_1"),
                         verify="vllm bench serve --model MODEL --max-concurrency 40",
                     )
                 ],
             ),
             Finding(
                 cause="queueing",
-                title="Clients beyond capacity wait in the queue",
                 severity="medium",
                 confidence=0.6,
-                explanation="",
                 evidence=[],
-                recommendations=[Recommendation(change="Report TTFT with and without queue time", verify="sum(vllm:num_requests_waiting)")],
+                recommendations=[Recommendation(change=msg("rec.queueing_1"), verify="sum(vllm:num_requests_waiting)")],
             ),
         ],
-        missing=[MissingMeasurement(decides=["kv_capacity", "queueing"], what="running vs waiting on the server", command="vllm-advisor probe watch http://HOST:8000 --duration 120")],
+        missing=[MissingMeasurement(decides=["kv_capacity", "queueing"], what=msg("missing.server_view"), command="vllm-advisor probe watch http://HOST:8000 --duration 120")],
     )
 
 
@@ -78,18 +78,18 @@ def test_english_answer_structure_and_figures():
     assert heads == sorted(heads)
     # The direct answer leads with the top finding and its key figures, tagged.
     direct = md.split("## Why")[0]
-    assert "**KV cache capacity: Only a few 64K-token requests fit in the KV cache**" in direct
-    assert "KV cache capacity: **327,120 tokens** (= 5.1 requests of 64,000 tokens) [model]" in direct
-    assert "per-request speed at c=40: **22 tok/s** [reported]" in direct
+    assert "**KV cache capacity: The KV cache holds too few requests of this length**" in direct
+    assert "KV cache capacity: **327,120 tokens** (128 KiB per token per GPU = 5.1 requests of 64,000 tokens) [model]" in direct
+    assert "output speed per request (TTFT included) (c=40): **22 tok/s** [reported]" in direct
     # Evidence bullets: tag, value with unit, where it came from.
-    assert "- [measured] p99_itl_ms: **85.2 ms** — bench.json" in md
-    assert "- [reported] per-request speed at c=40: **22 tok/s** — case file" in md
+    assert "- [measured] ITL p99 / p50: **85.2 ms** — bench.json" in md
+    assert "- [reported] output speed per request (TTFT included) (c=40): **22 tok/s** — case file" in md
     # Recommendations: flag, what-if, predicted effect tagged as model (prefix not doubled), verify in a code block.
     assert "   - Flag: `--kv-cache-dtype fp8`" in md
-    assert "Predicted effect [model]: KV cache 327,120 -> 654,256 tokens" in md
+    assert "Predicted effect [model]: KV cache 327,120 tokens → 654,256 tokens" in md
     assert "```bash\n     vllm bench serve --model MODEL --max-concurrency 40\n     ```" in md
     assert "```promql\n     sum(vllm:num_requests_waiting)\n     ```" in md
-    assert "running vs waiting on the server (decides between: KV cache capacity / Queueing)" in md
+    assert "prefix-cache hits on the server while the load runs (decides between: KV cache capacity / Queueing)" in md
     # Sources numbered 1..N, every inline marker resolves, every source is cited somewhere.
     assert [s.number for s in sources] == list(range(1, len(sources) + 1)) == source_numbers(md)
     check = check_citations(md.split("## Sources")[0], len(sources))
@@ -105,12 +105,12 @@ def test_chinese_answer_uses_chinese_structure_and_tags():
     for head in ("## 结论", "## 原因分析", "## 建议的修改", "## 还缺哪些测量", "## 参考来源"):
         assert head in md
     assert "## Why" not in md and "## Sources" not in md
-    assert "**KV cache 容量：Only a few 64K-token requests fit in the KV cache**" in md
-    assert "- [实测] p99_itl_ms：**85.2 ms** — bench.json" in md
-    assert "- [用户报告] per-request speed at c=40：**22 tok/s** — case file" in md
-    assert "KV cache capacity：**327,120 tokens**（= 5.1 requests of 64,000 tokens） [模型估算]" in md
-    assert "预计效果 [模型估算]：KV cache 327,120 -> 654,256 tokens" in md
-    assert "### 2. 排队：Clients beyond capacity wait in the queue（严重程度：中）" in md
+    assert "**KV cache 容量：KV cache 只能同时容纳很少的长请求**" in md
+    assert "- [实测] ITL p99 / p50：**85.2 毫秒** — bench.json" in md
+    assert "- [用户报告] 单请求输出速度（含 TTFT）（c=40）：**22 tok/s** — 案例文件" in md
+    assert "KV cache 容量：**327,120 tokens**（每个 token 在每张卡上 128 KiB，相当于 5.1 个请求（每个 64,000 tokens）） [模型估算]" in md
+    assert "预计效果 [模型估算]：KV cache 327,120 tokens → 654,256 tokens" in md
+    assert "### 2. 延迟主要来自排队等待，而不是计算（严重程度：中）" in md
     assert "（用于区分：KV cache 容量 / 排队）" in md
     assert "调优卡片" in md
 
@@ -124,10 +124,10 @@ def test_language_argument_overrides_inputs():
 
 def test_finding_without_evidence_or_explanation_still_renders():
     inputs = DiagnosisInputs(question="slow", language="en")
-    diagnosis = Diagnosis(findings=[Finding(cause="cuda_graph", title="CUDA graphs are off", confidence=0.4)])
+    diagnosis = Diagnosis(findings=[Finding(cause="cuda_graph", confidence=0.4)])
     answer = write_answer(inputs, diagnosis)  # no attach_sources call: the writer attaches the cards itself
     md = answer.markdown
-    assert "### 1. CUDA graphs are off (severity: medium)" in md  # the title names the cause: said once
+    assert "### 1. CUDA graphs are off or do not cover the batch sizes (severity: medium)" in md  # the title names the cause: said once
     assert "No figures were recorded for this finding" in md
     assert answer.sources and all("cuda_graph" in s.doc_id or s.kind == "card" for s in answer.sources)
     assert check_citations(md.split("## Sources")[0], len(answer.sources)).ok
@@ -135,7 +135,7 @@ def test_finding_without_evidence_or_explanation_still_renders():
 
 
 def test_no_findings_points_to_the_missing_measurements():
-    diagnosis = Diagnosis(missing=[MissingMeasurement(decides=["queueing"], what="queue time per request", command="vllm bench serve --save-detailed")])
+    diagnosis = Diagnosis(missing=[MissingMeasurement(decides=["queueing"], what=msg("missing.per_request"), command="vllm bench serve --save-detailed")])
     answer = write_answer(DiagnosisInputs(question="why?"), diagnosis)
     assert "No cause could be established from what was given. The measurements below would decide it." in answer.markdown
     assert "No change to recommend yet" in answer.markdown
@@ -176,6 +176,7 @@ def given_texts(inputs, diagnosis: Diagnosis, answer: Answer) -> list[str]:
     """Every figure the writer was allowed to print: the diagnosis, the model's estimate and
     configuration, each benchmark run, the sources and the user's question."""
     texts = [diagnosis.model_dump_json(), json.dumps([s.model_dump() for s in answer.sources]), inputs.question or ""]
+    texts += list(catalog(answer.language).values())  # the catalog's own fixed words ("10-30x slower than NVLink")
     texts += inputs.notes
     if inputs.engine is not None:
         texts += [inputs.engine.memory.model_dump_json(), inputs.engine.config.model_dump_json(), *inputs.engine.notes]

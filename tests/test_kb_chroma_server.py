@@ -454,7 +454,7 @@ def test_an_empty_or_cards_only_server_is_one_note(scratch: Path):
     from vllm_advisor.schema import Diagnosis, Finding
 
     def answer_sources(url: str) -> tuple[list, list[str]]:
-        diagnosis = Diagnosis(findings=[Finding(cause="preemption", title="KV cache preemption", confidence=0.8)])
+        diagnosis = Diagnosis(findings=[Finding(cause="preemption", confidence=0.8)])
         sources = attach_sources(diagnosis, DiagnosisInputs(question="KV cache preemption"), kb_dir=scratch / "kb", chroma_url=url)
         return sources, diagnosis.notes
 

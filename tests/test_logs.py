@@ -9,7 +9,7 @@ import pytest
 
 from vllm_advisor.errors import AdvisorError, InputFileError
 from vllm_advisor.logs import REDACTED, LogStore, default_db_path, redact, redact_text
-from vllm_advisor.schema import Citation, Evidence, Finding
+from vllm_advisor.schema import Citation, Evidence, Finding, Msg
 
 SECRET_KEY = "sk-proj-Zq8xW2nT5vY7uR3pL9kM"
 BEARER = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJhZHZpc29yIn0.c2lnbmF0dXJlLXBhcnQ"
@@ -33,7 +33,7 @@ def test_default_location_follows_the_environment(tmp_path, monkeypatch):
 
 
 def test_record_list_get_round_trip(store):
-    finding = Finding(cause="kv_capacity", title="KV", confidence=0.8, evidence=[Evidence(kind="model", source="model", label="KV cache", value=327120.0, unit="tokens")])
+    finding = Finding(cause="kv_capacity", confidence=0.8, evidence=[Evidence(kind="model", origin="model", label=Msg(id="ev.kv_capacity"), value=327120.0, unit="tokens")])
     source = Citation(number=1, doc_id="card:kv", title="KV capacity", url="https://docs.vllm.ai/x")
     first = store.record("ask", question="why slow?", inputs={"profile": Path("case.yaml"), "attachments": ["a.json"]}, output="# Answer", findings=[finding], sources=[source], duration_ms=1234.6, llm_used=True)
     second = store.record("memo", question="memo q", inputs={"output": "out/memo.md"}, output="# Memo", findings=[], duration_ms=10)

@@ -20,6 +20,7 @@ from vllm_advisor.memo.format import num
 from vllm_advisor.memo.loadpoints import line_up
 from vllm_advisor.memo.sections import number_sources, serve_command_with
 from vllm_advisor.schema import Citation, Diagnosis, Evidence, Finding, MissingMeasurement, Recommendation
+from vllm_advisor.schema.message import msg, q
 
 REPO = Path(__file__).resolve().parents[1]
 SEED = REPO / "examples" / "seed-qwen32b-h800-long-input.yaml"
@@ -42,34 +43,34 @@ def kv_diagnosis(inputs) -> Diagnosis:
     c100 = next(r for r in inputs.predicted if r.offered_concurrency == 100)
     kv = Finding(
         cause="kv_capacity",
-        title="The KV cache holds only a few 64K-token requests",
         severity="high",
         confidence=0.85,
         score=5.0,
         evidence=[
-            Evidence(kind="model", source="model", label="KV cache capacity", value=float(mem.kv_cache_tokens), unit="tokens", detail=f"= {fit:.1f} requests of 64,000 tokens"),
-            Evidence(kind="reported", source="case file", label="per-request speed", value="40 -> 20", unit="tok/s"),
-            Evidence(kind="model", source="model", label="requests running at c=100", value=round(c100.metadata["server_running_mean"], 1), unit="requests"),
+            Evidence(kind="model", origin="model", label=msg("ev.kv_capacity"), value=float(mem.kv_cache_tokens), unit="tokens",
+                     detail=msg("detail.kv_capacity", per_token=q(128, "KiB"), fit=q(round(fit, 1), "requests"), length=q(64000, "tokens"))),
+            Evidence(kind="reported", origin="case", label=msg("ev.speed_change", a="c=1", b="c=100", before=q(40, "tok/s"), after=q(20, "tok/s"))),
+            Evidence(kind="model", origin="model", label=msg("ev.running"), load="c=100", value=round(c100.metadata["server_running_mean"], 1), unit="requests"),
         ],
-        explanation="Each 64K-token request needs 7.8 GiB of KV cache per GPU.",
+        reasons=[msg("reason.queue_beyond_fit")],
         recommendations=[
-            Recommendation(change="Halve KV bytes per token with an fp8 KV cache", flag="--kv-cache-dtype fp8", whatif=["kv_cache_dtype=fp8"], predicted_effect="about twice as many requests running", cost="small accuracy risk"),
-            Recommendation(change="Add a second replica", flag="--data-parallel-size 2 (or a second server behind a load balancer)", whatif=["num_gpus=4", "dp=2"]),
+            Recommendation(change=msg("rec.kv_capacity_1"), flag="--kv-cache-dtype fp8", whatif=["kv_cache_dtype=fp8"],
+                           predicted_effect=msg("effect.model", parts=[msg("effect.point", load="c=100", changes=[msg("effect.running", before=q(5, "requests"), after=q(10, "requests"))])]),
+                           cost=msg("cost.kv_capacity_1")),
+            Recommendation(change=msg("rec.kv_capacity_2"), flag="--data-parallel-size 2 (or a second server behind a load balancer)", whatif=["num_gpus=4", "dp=2"]),
         ],
         sources=[KV_CARD],
     )
     method = Finding(
         cause="benchmark_methodology",
-        title="The throughput formula assumes every client generates at once",
         confidence=0.6,
         score=3.0,
-        evidence=[Evidence(kind="reported", source="case file", label="throughput at c=40", value=880.0, unit="tok/s", detail="= 40 x 22 tok/s")],
+        evidence=[Evidence(kind="reported", origin="case", label=msg("figure.output_throughput_tok_s"), load="c=40", value=880.0, unit="tok/s", detail=msg("detail.c_times_speed", c=40, per=q(22, "tok/s")))],
         sources=[BENCH_CARD],
     )
     return Diagnosis(
         findings=[method, kv],  # out of order: the memo ranks by score
-        missing=[MissingMeasurement(decides=["kv_capacity", "queueing"], what="requests running vs waiting during the load", command="vllm-advisor probe watch http://HOST:8000 --duration 120 -o run.jsonl")],
-        facts={"model": "Qwen/Qwen2.5-32B-Instruct", "prefix-cache hit rate": "unknown"},
+        missing=[MissingMeasurement(decides=["kv_capacity", "queueing"], what=msg("missing.server_view"), command="vllm-advisor probe watch http://HOST:8000 --duration 120 -o run.jsonl")],
         language="zh",
     )
 
@@ -102,13 +103,11 @@ def test_seed_memo_in_chinese_with_facts_table_commands_and_plots(tmp_path, seed
     mem = seed_inputs.engine.memory
     assert mem.kv_cache_tokens == 327_120
     assert mem.requests_that_fit(64_000) == pytest.approx(5.11, abs=0.01)
-    assert "39.9 GiB = 327,120 tokens (20,445 blocks of 16)" in md
+    assert "39.9 GiB = 327,120 tokens（20,445 个块，每块 16）" in md
     assert "5.11 个 64,000 token 的请求" in md
     assert "0.8.5（假定：未提供版本）" in md
-    assert row(md, "`max_num_batched_tokens`", "2,048 tokens per step").endswith("假定（vLLM 0.8.5 的默认值；未提供版本） |")
-    # the diagnosis's own facts: only those the table does not already show
-    assert "| prefix-cache hit rate | unknown | [diagnosis] |" in md
-    assert md.count("Qwen/Qwen2.5-32B-Instruct) | [config]") == 1
+    assert row(md, "`max_num_batched_tokens`", "2,048 tokens / 步").endswith("假定（vLLM 0.8.5 的默认值；未提供版本） |")
+    assert md.count("Qwen/Qwen2.5-32B-Instruct) | [配置]") == 1
 
     # Measured vs predicted, matched by load point, with units; calibrated; beyond the ceiling flagged
     assert "**校准**" in md
@@ -123,13 +122,13 @@ def test_seed_memo_in_chinese_with_facts_table_commands_and_plots(tmp_path, seed
     assert "首 token 时间 TTFT 均值" in md and " ms |" in md
 
     # Findings ranked by score, evidence with tags, sources numbered
-    assert md.index("### 1. The KV cache holds only a few") < md.index("### 2. The throughput formula")
-    assert "- [模型] model: KV cache capacity = 327,120 tokens (= 5.1 requests of 64,000 tokens)" in md
-    assert "- [用户报告] case file: throughput at c=40 = 880 tok/s" in md
-    assert "1. KV cache capacity and waiting requests — Preemption: <https://docs.vllm.ai/en/latest/configuration/optimization.html>" in md
-    assert "2. Benchmark methodology: `knowledge/cards/benchmark-methodology.md`" in md  # cited by a finding, added to the list
+    assert md.index("### 1. KV cache 只能同时容纳很少的长请求") < md.index("### 2. 测量方法本身有误导")
+    assert "- [模型估算] KV cache 容量：**327,120 tokens**（每个 token 在每张卡上 128 KiB，相当于 5.1 个请求（每个 64,000 tokens）） — 模型" in md
+    assert "- [用户报告] 全服务输出吞吐（c=40）：**880 tok/s**（= 40 × 22 tok/s） — 案例文件" in md
+    assert "1. 调优卡片：KV cache capacity and waiting requests <https://docs.vllm.ai/en/latest/configuration/optimization.html>" in md
+    assert "2. 调优卡片：Benchmark methodology" in md  # cited by a finding, added to the list
     assert "来源：[1]" in md and "来源：[2]" in md
-    assert "其次：The throughput formula assumes every client generates at once（`benchmark_methodology`，60%）。" in md
+    assert "其次：测量方法本身有误导（`benchmark_methodology`，60%）。" in md
 
     # Recommendations: the exact serve command for a flag, none for prose; the what-if that models it
     assert "vllm serve Qwen/Qwen2.5-32B-Instruct --tensor-parallel-size 2 --kv-cache-dtype fp8" in md
@@ -168,10 +167,10 @@ def test_same_inputs_in_english(tmp_path, seed_inputs):
     assert "## Summary" in md and "## Verification plan" in md
     summary = md.split("## Summary", 1)[1].split("##", 1)[0]
     assert "Qwen2.5-32B-Instruct on 2 x H800-SXM (TP 2), 63,000 tokens in and 1,000 tokens out per request." in summary
-    assert "Most likely cause: The KV cache holds only a few 64K-token requests (`kv_capacity`, confidence 85%)" in summary
+    assert "Most likely cause: The KV cache holds too few requests of this length (`kv_capacity`, confidence 85%)" in summary
     assert "The KV cache holds 5.1 requests of 64,000 tokens at once [model], while up to 100 clients send requests." in summary
-    assert "First change to try: Halve KV bytes per token with an fp8 KV cache (`--kv-cache-dtype fp8`); predicted: about twice as many requests running." in summary
-    assert "Also: The throughput formula assumes every client generates at once (`benchmark_methodology`, 60%)." in summary
+    assert "First change to try: Halve KV bytes per token with an fp8 KV cache (`--kv-cache-dtype fp8`); predicted: c=100: running 5 requests → 10 requests." in summary
+    assert "Also: The measurement itself misleads (`benchmark_methodology`, 60%)." in summary
     assert 3 <= summary.count(". ") + 1 <= 6
     assert row(md, "c=40", "output throughput, whole server", "880 tok/s")
     assert (tmp_path / "en_plots" / "kv_capacity.png").exists()
@@ -180,7 +179,7 @@ def test_same_inputs_in_english(tmp_path, seed_inputs):
 def test_memo_without_a_model_says_what_is_missing(tmp_path, shared_dir):
     inputs = gather(profile=shared_dir / "cases/dev/vllm-1026-long-prompt-blocks-decode.yaml")
     assert inputs.engine is None
-    diagnosis = Diagnosis(findings=[Finding(cause="chunked_prefill_interference", title="Long prefills stall decodes", confidence=0.8, evidence=[Evidence(kind="config", source="deployment", label="vllm_version", value="0.1.7")])])
+    diagnosis = Diagnosis(findings=[Finding(cause="chunked_prefill_interference", confidence=0.8, evidence=[Evidence(kind="config", origin="deployment", label=msg("ev.setting", name="vllm_version"), value="0.1.7")])])
     result = write_memo(inputs, diagnosis, [], tmp_path / "m.md")
     md = result.markdown
     assert result.language == "en" and result.plots == []
@@ -189,7 +188,7 @@ def test_memo_without_a_model_says_what_is_missing(tmp_path, shared_dir):
     assert "| vLLM version | 0.1.7 | [config] |" in md
     assert "No performance model (model / GPU not given)." in md
     assert "No plot: nothing was measured or predicted at a load point." in md
-    assert "- [config] deployment: vllm_version = 0.1.7" in md
+    assert "- [config] `vllm_version`: **0.1.7** — deployment" in md
     assert "No sources were attached." in md
 
 
@@ -259,7 +258,7 @@ def test_serve_command_with_a_flag():
 
 
 def test_sources_numbered_once_findings_citations_appended():
-    f = Finding(cause="kv_capacity", title="t", confidence=0.5, sources=[BENCH_CARD, KV_CARD])
+    f = Finding(cause="kv_capacity", confidence=0.5, sources=[BENCH_CARD, KV_CARD])
     numbered = number_sources([KV_CARD], [f])
     assert [(c.number, c.doc_id) for c in numbered] == [(1, "card:kv-capacity"), (2, "card:bench-method")]
     given = [KV_CARD.model_copy(update={"number": 2}), BENCH_CARD.model_copy(update={"number": 1})]

@@ -136,8 +136,8 @@ async def test_profile_then_the_motivating_question():
     async with app.run_test(size=(120, 40)) as pilot:
         await send(pilot, app, f"/profile {SEED}")
         await idle(pilot, app)
-        assert "KV cache size: 327,120 tokens [model]" in text_of(app, "#facts-text")
-        assert "gpu: 2 x H800" in text_of(app, "#facts-text")
+        assert "KV cache 容量: 327,120 tokens [模型估算]" in text_of(app, "#facts-text")  # the case asks in Chinese
+        assert "GPU: 2 × H800" in text_of(app, "#facts-text")
         await send(pilot, app, QUESTION)
         await idle(pilot, app)
         answer = last(app)
@@ -159,7 +159,7 @@ async def test_serve_cmd_set_and_an_estimate_without_a_workload():
         await send(pilot, app, "/set gpu=H800 num_gpus=2")
         assert last(app) == "`gpu` = **H800**. `num_gpus` = **2**."
         await idle(pilot, app)
-        assert "gpu: 2 x H800" in text_of(app, "#facts-text")
+        assert "GPUs: 2 × H800" in text_of(app, "#facts-text")
         assert "KV cache size:" in text_of(app, "#facts-text")
         await pilot.press("ctrl+e")
         await idle(pilot, app)
@@ -490,7 +490,7 @@ async def test_resume_continues_the_last_conversation(fixtures_dir):
         assert "llm-k8s_llama33-70b_tp8_qps04_vllm083_detailed.json" in text_of(again, "#evidence-text")
         assert again.conversation.sources and again.conversation.questions == ["what limits this run?"]
         assert again.conversation.evidence.facts == facts
-        assert "gpu: 8 x A100-40GB" in text_of(again, "#facts-text")
+        assert "GPUs: 8 × A100-40GB" in text_of(again, "#facts-text")
         assert again.prompt.history[-1] == "what limits this run?"
     assert any("resumed the conversation" in n for n, _ in notes)
 

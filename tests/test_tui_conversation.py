@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from vllm_advisor.messages import cause_title
 from vllm_advisor.errors import InputFileError, UnknownFormatError, UsageError
 from vllm_advisor.logs import LogStore
 from vllm_advisor.schema import Finding
@@ -137,12 +138,13 @@ def test_answer_on_the_motivating_case(seed_conversation):
     assert turn.answer.language == "en"
     causes = [f.cause for f in turn.diagnosis.findings]
     assert causes[0] == "benchmark_methodology" and "kv_capacity" in causes[:3]
-    assert turn.diagnosis.facts["KV cache size"] == "327,120 tokens [model]"
-    assert turn.diagnosis.facts["requests that fit"] == "5.1 of 64,000 tokens [model]"
+    facts = {f.label.id: f for f in turn.diagnosis.facts}
+    assert facts["fact.kv_tokens"].value == 327120 and facts["fact.kv_tokens"].unit == "tokens" and facts["fact.kv_tokens"].basis == "model"
+    assert facts["fact.requests_fit"].value == 5.1 and facts["fact.requests_fit"].label.args["length"].value == 64000
     numbers = [s.number for s in turn.sources]
     assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 3
     assert "Sources" in turn.text and f"[{numbers[-1]}]" in turn.text
-    assert turn.text.rstrip().endswith(")")  # the last line is the last numbered source
+    assert turn.text.rstrip().endswith(">")  # the last line is the last numbered source, with its URL
 
 
 def test_a_chinese_question_gets_a_chinese_answer(seed_conversation):
@@ -171,13 +173,14 @@ def test_since_previous_names_what_changed(seed_conversation):
     assert since_previous([], findings, "en") == ""
     assert since_previous(findings, findings, "en") == ""
     changed = [f.model_copy(update={"confidence": max(0.0, f.confidence - 0.3)}) if i == 1 else f for i, f in enumerate(findings)]
-    extra = Finding(cause="preemption", title="Requests are preempted", confidence=0.5)
+    extra = Finding(cause="preemption", confidence=0.5)
     text = since_previous(changed[1:] + [extra], findings, "en")
     assert text.startswith("**Since the previous answer:**")
-    assert f"now leading: {findings[0].title}" in text
-    assert f"new: {findings[0].title} (confidence {findings[0].confidence:.0%})" in text
-    assert f"{findings[1].title}: confidence {changed[1].confidence:.0%} → {findings[1].confidence:.0%}" in text
-    assert "no longer found: Requests are preempted" in text
+    title = lambda f: cause_title("en", f.cause)  # noqa: E731
+    assert f"now leading: {title(findings[0])}" in text
+    assert f"new: {title(findings[0])} (confidence {findings[0].confidence:.0%})" in text
+    assert f"{title(findings[1])}: confidence {changed[1].confidence:.0%} → {findings[1].confidence:.0%}" in text
+    assert "no longer found: Running requests are preempted and recomputed" in text
     assert since_previous(changed, findings, "zh").startswith("**与上一个回答相比：**")
 
 

@@ -336,8 +336,8 @@ class ChatApp(App[None]):
             self.notify(f"not logged: {exc.one_line()}", severity="warning")
 
     def _show_diagnosis(self, diagnosis) -> None:
-        self.query_one(FindingsPanel).show(list(diagnosis.findings))
-        self.query_one(FactsPanel).show(dict(diagnosis.facts))
+        self.query_one(FindingsPanel).show(list(diagnosis.findings), language=diagnosis.language)
+        self.query_one(FactsPanel).show(list(diagnosis.facts), language=diagnosis.language)
 
     def _show_evidence(self) -> None:
         self.query_one(EvidencePanel).show(self.conversation.evidence.lines())
@@ -683,7 +683,7 @@ class ChatApp(App[None]):
         await self._welcome()
         self.query_one(FindingsPanel).show([])
         if everything:
-            self.query_one(FactsPanel).show({})
+            self.query_one(FactsPanel).show([])
             self.query_one(ProbePanel).display = False
         self._show_evidence()
         self.notify("new conversation" + (" (evidence forgotten)" if everything else "; the evidence is kept"), timeout=3)

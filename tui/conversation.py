@@ -395,12 +395,6 @@ def _display(url: str) -> str:
 
 # -- what changed since the previous answer -------------------------------------------------------
 
-_SINCE = {
-    "en": {"head": "**Since the previous answer:**", "new": "new: {t} (confidence {c:.0%})", "gone": "no longer found: {t}",
-           "top": "now leading: {t}", "conf": "{t}: confidence {a:.0%} → {b:.0%}"},
-    "zh": {"head": "**与上一个回答相比：**", "new": "新发现：{t}（置信度 {c:.0%}）", "gone": "不再成立：{t}",
-           "top": "现在排第一：{t}", "conf": "{t}：置信度 {a:.0%} → {b:.0%}"},
-}
 CONFIDENCE_STEP = 0.1
 
 
@@ -409,21 +403,25 @@ def since_previous(previous: list, current: list, language: str) -> str:
     '' when nothing changed or there was no earlier answer."""
     if not previous:
         return ""
-    words = _SINCE["zh" if language == "zh" else "en"]
+    from vllm_advisor.messages import text
+
+    def say(key: str, **values) -> str:
+        return text(language, f"since.{key}", **values)
+
     before = {f.cause: f for f in previous}
     after = {f.cause: f for f in current}
     lines: list[str] = []
     if current and previous and current[0].cause != previous[0].cause:
-        lines.append(words["top"].format(t=current[0].title))
+        lines.append(say("top", t=current[0].cause))
     for f in current:
         if f.cause not in before:
-            lines.append(words["new"].format(t=f.title, c=f.confidence))
+            lines.append(say("new", t=f.cause, c=f.confidence))
         elif abs(f.confidence - before[f.cause].confidence) >= CONFIDENCE_STEP:
-            lines.append(words["conf"].format(t=f.title, a=before[f.cause].confidence, b=f.confidence))
+            lines.append(say("conf", t=f.cause, a=before[f.cause].confidence, b=f.confidence))
     for f in previous:
         if f.cause not in after:
-            lines.append(words["gone"].format(t=f.title))
+            lines.append(say("gone", t=f.cause))
     if not lines:
         return ""
-    return words["head"] + "\n\n" + "\n".join(f"- {line}" for line in lines)
+    return say("head") + "\n\n" + "\n".join(f"- {line}" for line in lines)
 

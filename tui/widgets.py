@@ -194,13 +194,15 @@ class FactsPanel(PanelSection):
     def compose(self) -> ComposeResult:
         yield Static("no deployment yet: /profile, /serve-cmd or /attach", classes="dim", id="facts-text")
 
-    def show(self, facts: dict[str, str]) -> None:
+    def show(self, facts: list[Any], language: str = "en") -> None:
+        from vllm_advisor.messages import fmt_quantity, render, tag
+
         text = Text()
-        for i, (k, v) in enumerate(facts.items()):
+        for i, fact in enumerate(facts):
             if i:
                 text.append("\n")
-            text.append(f"{k}: ", style="bold")
-            text.append(v)
+            text.append(f"{render(fact.label, language)}: ", style="bold")
+            text.append(f"{fmt_quantity(language, fact.value, fact.unit)} {tag(language, fact.basis)}")
         static = self.query_one("#facts-text", Static)
         static.set_class(not facts, "dim")
         static.update(text if facts else "no deployment yet: /profile, /serve-cmd or /attach")
@@ -243,13 +245,15 @@ class FindingsPanel(PanelSection):
     def compose(self) -> ComposeResult:
         yield Static("none yet", classes="dim", id="findings-text")
 
-    def show(self, findings: list[Any], stale: bool = False) -> None:
+    def show(self, findings: list[Any], stale: bool = False, language: str = "en") -> None:
+        from vllm_advisor.messages import cause_title
+
         text = Text()
         for i, f in enumerate(findings, start=1):
             if i > 1:
                 text.append("\n")
             text.append(f"{i}. ", style="bold")
-            text.append(f.title, style=SEVERITY_STYLE.get(f.severity, ""))
+            text.append(cause_title(language, f.cause), style=SEVERITY_STYLE.get(f.severity, ""))
             text.append(f"\n   {confidence_bar(f.confidence)} {f.confidence:.0%}")
         static = self.query_one("#findings-text", Static)
         static.set_class(not findings or stale, "dim")

@@ -2,8 +2,8 @@
 
 Deterministic: the same findings give the same text. Every figure it prints is taken from a
 finding's evidence or recommendation, the memory estimate or a benchmark run, printed with its unit
-and a tag saying whether it was measured, reported by the user or modelled. Fixed phrases come from
-:mod:`.i18n`, so the answer is in the question's language (Chinese or English).
+and a tag saying whether it was measured, reported by the user or modelled. Every word comes from
+the message catalog (``advisor/messages``), so the answer is in the question's language.
 
 Layout: a direct answer (the top finding with its key figures), the figures behind it, why (each
 finding with its evidence), what to change (each recommendation with its flag, predicted effect,
@@ -15,17 +15,25 @@ from __future__ import annotations
 
 import re
 
+from ..messages import cause_name, cause_title, fmt_number, fmt_quantity, normalize_language, render, render_all, tag, text
 from ..schema import Citation, Diagnosis, Evidence, Finding, Recommendation
 from .figures import Figure, Figures, LoadRow, collect_figures
-from .i18n import cause_name, fmt_number, fmt_value, normalize_language, phrase, tag
 from .model import Answer
 from .sources import attach_sources, card_upstream, query_tokens
 
 KEY_FIGURES_IN_ANSWER = 3
-UPSTREAM_SHOWN = 3
+
+
+def phrase(language: str, key: str, **values) -> str:
+    """A fixed phrase of the answer (``answer.<key>`` in the catalog)."""
+    return text(language, f"answer.{key}", **values)
+
+
+def fmt_value(language: str, value, unit: str | None) -> str:
+    return fmt_quantity(language, value, unit)
+
+
 _SHELL = re.compile(r"^\s*(vllm|vllm-advisor|curl|python3?|nvidia-smi|pip|docker|kubectl|bash|sh|export|guidellm|genai-perf|nsys|ncu)(?=\s|$)")
-#: What-if effects arrive prefixed with who predicted them; the writer's own tag already says so.
-_EFFECT_PREFIX = re.compile(r"^\s*(model|predicted|模型预测|模型估算)\s*[:：]\s*", re.I)
 
 
 def fence_language(command: str) -> str:
@@ -102,12 +110,20 @@ def render_tag(language: str, kind: str, detail_key: str | None = None) -> str:
     return base[:-1] + sep + phrase(language, detail_key) + "]"
 
 
+def evidence_label(ev: Evidence, language: str) -> str:
+    """The evidence's label with its load point: 'requests running (c=100)'."""
+    label = render(ev.label, language)
+    return f"{label}{Punct(language).paren(ev.load)}" if ev.load else label
+
+
 def render_evidence(ev: Evidence, language: str, *, bullet: bool = True) -> str:
     p = Punct(language)
     value = fmt_value(language, ev.value, ev.unit)
-    body = f"{ev.label}{p.colon}**{value}**" if value else ev.label
-    body += p.paren(ev.detail)
-    where = f"{p.dash}{ev.source}" if ev.source else ""
+    label = evidence_label(ev, language)
+    body = f"{label}{p.colon}**{value}**" if value else label
+    body += p.paren(render(ev.detail, language) if ev.detail else None)
+    origin = text(language, f"origin.{ev.origin}", where=ev.where or "") if ev.origin else ""
+    where = f"{p.dash}{origin}" if origin else ""
     line = f"{tag(language, ev.kind)} {body}{where}"
     return f"- {line}" if bullet else f"{body} {tag(language, ev.kind)}"
 
@@ -200,10 +216,14 @@ def render_figures(figs: Figures, language: str) -> list[str]:
 def finding_heading(f: Finding, language: str) -> str:
     p = Punct(language)
     name = cause_name(language, f.cause)
-    title = f.title.strip()
-    if not title or name.lower() in title.lower():
-        return title or name  # the title already names the cause: no "测量方法：测量方法本身…"
+    title = cause_title(language, f.cause)
+    if name.lower() in title.lower():
+        return title  # the title already names the cause: no "测量方法：测量方法本身…"
     return f"{name}{p.colon}{title}"
+
+
+def explanation(f: Finding, language: str) -> str:
+    return render_all(f.reasons, language)
 
 
 def render_direct(diagnosis: Diagnosis, language: str) -> list[str]:
@@ -212,9 +232,9 @@ def render_direct(diagnosis: Diagnosis, language: str) -> list[str]:
         key = "no_findings" if diagnosis.missing else "no_findings_no_missing"
         return [phrase(language, key), ""]
     top = diagnosis.findings[0]
-    text = (top.explanation or "").strip()
+    why = explanation(top, language)
     para = f"**{finding_heading(top, language)}**"
-    para += f"{p.colon}{text}" if text else p.stop
+    para += f"{p.colon}{why}" if why else p.stop
     para += markers(top.sources)
     out = [para, ""]
     numeric: list[Evidence] = []
@@ -241,15 +261,16 @@ def render_why(diagnosis: Diagnosis, language: str) -> list[str]:
         sev = phrase(language, f"sev_{f.severity}")
         out.append(f"### {i}. {finding_heading(f, language)}{p.paren(phrase(language, 'severity') + p.colon + sev)}")
         out.append("")
-        if f.explanation.strip():
-            out.append(f.explanation.strip() + markers(f.sources))
+        why = explanation(f, language)
+        if why:
+            out.append(why + markers(f.sources))
             out.append("")
         if f.evidence:
-            if not f.explanation.strip() and f.sources:
+            if not why and f.sources:
                 out += [f"{phrase(language, 'sources_inline')}{p.colon}{markers(f.sources).strip()}", ""]
             out += [render_evidence(e, language) for e in f.evidence]
         else:
-            out.append(phrase(language, "no_evidence") + ("" if f.explanation.strip() else markers(f.sources)))
+            out.append(phrase(language, "no_evidence") + ("" if why else markers(f.sources)))
         out.append("")
     return out
 
@@ -259,7 +280,7 @@ def _recommendations(diagnosis: Diagnosis) -> list[tuple[Finding, Recommendation
     out = []
     for f in diagnosis.findings:
         for r in f.recommendations:
-            key = (r.flag or r.change).strip().lower()
+            key = (r.flag or r.change.id).strip().lower()
             if key in seen:
                 continue
             seen.add(key)
@@ -274,17 +295,18 @@ def render_change(diagnosis: Diagnosis, language: str) -> list[str]:
         return [phrase(language, "h_change"), "", phrase(language, "no_recommendations"), ""] if diagnosis.missing else []
     out = [phrase(language, "h_change"), ""]
     for i, (f, r) in enumerate(recs, start=1):
-        cite = markers(best_citation(f"{r.change} {r.flag or ''}", f.sources))
-        out.append(f"{i}. **{r.change.strip()}**{cite}")
+        change = render(r.change, language).strip()
+        cite = markers(best_citation(f"{render(r.change, 'en')} {r.flag or ''}", f.sources))
+        out.append(f"{i}. **{change}**{cite}")
         if r.flag:
             out.append(f"   - {phrase(language, 'flag')}{p.colon}`{r.flag}`")
         if r.whatif:
             out.append(f"   - {phrase(language, 'modelled_by')}{p.colon}" + " ".join(f"`{w}`" for w in r.whatif))
         if r.predicted_effect:
-            effect = _EFFECT_PREFIX.sub("", r.predicted_effect.strip())
+            effect = render(r.predicted_effect, language).strip()
             out.append(f"   - {phrase(language, 'predicted')} {tag(language, 'model')}{p.colon}{effect}")
         if r.cost:
-            out.append(f"   - {phrase(language, 'cost')}{p.colon}{r.cost}")
+            out.append(f"   - {phrase(language, 'cost')}{p.colon}{render(r.cost, language)}")
         if r.verify:
             out.append(f"   - {phrase(language, 'verify')}{p.colon.rstrip()}")
             out.append("")
@@ -300,7 +322,7 @@ def render_undecided(diagnosis: Diagnosis, language: str) -> list[str]:
     if not diagnosis.undecided:
         return []
     sep = "、" if normalize_language(language) == "zh" else " / "
-    return [phrase(language, "undecided", causes=sep.join(cause_name(language, c) for c in diagnosis.undecided)), ""]
+    return [phrase(language, "undecided", causes=sep.join(cause_name(language, c) for c in diagnosis.undecided)), ""]  # noqa: E501
 
 
 def render_similar(diagnosis: Diagnosis, language: str) -> list[str]:
@@ -333,7 +355,7 @@ def render_missing(diagnosis: Diagnosis, language: str) -> list[str]:
     out = [phrase(language, "h_missing"), ""]
     for m in diagnosis.missing:
         decides = " / ".join(cause_name(language, c) for c in m.decides)
-        out.append(f"- {m.what.strip()}{p.paren(phrase(language, 'decides') + p.colon + decides) if decides else ''}")
+        out.append(f"- {render(m.what, language).strip()}{p.paren(phrase(language, 'decides') + p.colon + decides) if decides else ''}")
         out.append("")
         out.append(f"  ```{fence_language(m.command)}")
         out += [f"  {line}" for line in m.command.strip().splitlines()]
@@ -342,37 +364,42 @@ def render_missing(diagnosis: Diagnosis, language: str) -> list[str]:
     return out
 
 
-def render_sources(sources: list[Citation], language: str) -> list[str]:
+def source_url(c: Citation) -> str | None:
+    """One URL a reader can open: a packaged card's first upstream source (its file path inside the
+    package means nothing to a reader), else the citation's own URL."""
+    if c.url.startswith(("http://", "https://")):
+        return c.url
+    upstream = card_upstream(c)
+    return upstream[0] if upstream else None
+
+
+def source_line(c: Citation, language: str) -> str:
+    """A source as a reader wants it: its kind, its title and one URL. Titles are the documents'
+    own (most are English); they are names, not the advisor's prose."""
     p = Punct(language)
+    kind = phrase(language, f"kind_{c.kind}") if c.kind in ("card", "doc", "issue") else c.kind
+    url = source_url(c)
+    return f"{kind}{p.colon}{c.title}" + (f" <{url}>" if url else "")
+
+
+def render_sources(sources: list[Citation], language: str) -> list[str]:
     out = [phrase(language, "h_sources"), ""]
     if not sources:
         return out + [phrase(language, "no_sources"), ""]
     for c in sources:
-        kind = phrase(language, f"kind_{c.kind}") if c.kind in ("card", "doc", "issue") else c.kind
-        head = f"{c.title}{p.dash}{c.heading}" if c.heading else c.title
-        line = f"[{c.number}] {head}{p.dash}{c.url}" if c.url else f"[{c.number}] {head}"
-        extra = kind
-        upstream = card_upstream(c)[:UPSTREAM_SHOWN]
-        if upstream:
-            extra += f"{p.semi}{phrase(language, 'based_on')}{p.colon}" + ", ".join(upstream)
-        out.append(f"- {line}{p.paren(extra)}")
+        out.append(f"- [{c.number}] {source_line(c, language)}")
     out.append("")
     return out
 
 
-def answer_notes(inputs, diagnosis: Diagnosis) -> list[str]:
-    """Caveats from gathering, the model and the diagnosis, each once."""
-    notes: list[str] = []
-    if inputs is not None:
-        notes += list(getattr(inputs, "notes", []) or [])
-        if getattr(inputs, "engine_error", None):
-            notes.append(inputs.engine_error)
-        engine = getattr(inputs, "engine", None)
-        if engine is not None:
-            notes += list(getattr(engine, "notes", []) or [])
-            memory = getattr(engine, "memory", None)
-            notes += list(getattr(memory, "notes", []) or [])
-    notes += list(diagnosis.notes)
+def answer_notes(inputs, diagnosis: Diagnosis, language: str = "en") -> list[str]:
+    """Caveats (the diagnosis gathered them as messages from gathering, the model and itself), each once."""
+    from ..diagnosis.engine import diagnosis_notes
+
+    messages = list(diagnosis.notes)
+    if inputs is not None and hasattr(inputs, "engine"):
+        messages += [m for m in diagnosis_notes(inputs) if m not in messages]  # a diagnosis built by hand
+    notes = [render(n, language) for n in messages]
     return list(dict.fromkeys(n.strip() for n in notes if n and n.strip()))
 
 
@@ -417,7 +444,7 @@ def write_answer(inputs, diagnosis: Diagnosis, *, language: str | None = None, e
     if diagnosis.findings and not any(f.sources for f in diagnosis.findings):
         attach_sources(diagnosis, inputs, kb=False)
     sources = collect_sources(diagnosis)
-    notes = list(dict.fromkeys([*extra_notes, *answer_notes(inputs, diagnosis)]))
+    notes = list(dict.fromkeys([*extra_notes, *answer_notes(inputs, diagnosis, lang)]))
     markdown = compose(inputs, diagnosis, sources, lang, notes)
     return Answer(
         markdown=markdown,

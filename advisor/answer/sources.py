@@ -21,7 +21,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Protocol
 
-from ..schema import Citation, Diagnosis, Finding
+from ..messages import cause_name, cause_title, render_all
+from ..schema import Citation, Diagnosis, Finding, Msg
+from ..schema.message import msg
 
 #: Weight of the text match against the weight of the cause match when ranking cards. A card whose
 #: first-listed cause is the finding's is about that cause; one that lists it third only touches it.
@@ -104,7 +106,7 @@ def rank_cards(finding: Finding, question: str | None, corpus: CardCorpus) -> li
     """Every card naming the finding's cause, best first.
 
     The citation points at the card's section that best matches the question and the finding."""
-    tokens = query_tokens(f"{question or ''}\n{finding.title}\n{finding.explanation}")
+    tokens = query_tokens(f"{question or ''}\n{cause_name('en', finding.cause)} {cause_title('en', finding.cause)}\n{render_all(finding.reasons, 'en')}")
     scores = corpus.scores(tokens)
     best: dict[str, tuple[float, Any]] = {}
     for i, chunk in enumerate(corpus.chunks):
@@ -152,7 +154,7 @@ def pick_cards(finding: Finding, question: str | None, corpus: CardCorpus, limit
 
 
 def open_knowledge_base(
-    kb_dir: str | Path | None = None, notes: list[str] | None = None, chroma_url: str | None = None
+    kb_dir: str | Path | None = None, notes: list[Msg] | None = None, chroma_url: str | None = None
 ) -> Searcher | None:
     """The index when one has been built with docs or issue threads; None otherwise.
 
@@ -185,12 +187,12 @@ def open_knowledge_base(
             return None
     except Exception as exc:  # ImportError, IndexUnavailableError, a store that will not open
         if notes is not None:
-            notes.append(f"knowledge base not searched ({_first_line(exc)}); run `vllm-advisor kb build`; sources are the packaged cards")
+            notes.append(msg("note.kb_local", reason=_first_line(exc)))
         return None
     return kb
 
 
-def _open_team_knowledge_base(kb_dir: str | Path | None, notes: list[str] | None, chroma_url: str) -> Searcher | None:
+def _open_team_knowledge_base(kb_dir: str | Path | None, notes: list[Msg] | None, chroma_url: str) -> Searcher | None:
     """The collection on a Chroma server, opened without building or repairing anything.
 
     Every wait is bounded by the knowledge base (heartbeat first, then request timeouts), so a
@@ -217,11 +219,11 @@ def _open_team_knowledge_base(kb_dir: str | Path | None, notes: list[str] | None
     return kb
 
 
-def _team_note(chroma_url: str, reason: str) -> str:
+def _team_note(chroma_url: str, reason: str) -> Msg:
     """One line naming the server (a password in its URL is scrubbed) and why it was not used."""
     from ..logs import redact_text
 
-    return f"team knowledge base at {redact_text(chroma_url)} not searched ({reason}); sources are the packaged cards"
+    return msg("note.kb_team", url=redact_text(chroma_url), reason=reason)
 
 
 def _server_reason(exc: BaseException) -> str:
@@ -309,14 +311,14 @@ def attach_sources(
         card_limit = max(0, max_per_finding - kb_slots - len(chosen))
         chosen += [c for c in pick_cards(finding, question, corpus, card_limit) if c.doc_id not in {x.doc_id for x in chosen}]
         if searcher is not None and len(chosen) < max_per_finding:
-            query = " ".join(x for x in (question or "", finding.title) if x)
+            query = " ".join(x for x in (question or "", cause_title("en", finding.cause)) if x)
             try:
                 hits = search_kb(searcher, query, max_per_finding + 2)
             except Exception as exc:  # KnowledgeError, or anything the store raises: cards still answer
                 diagnosis.notes.append(
                     _team_note(chroma_url, _server_reason(exc))
                     if on_server
-                    else f"knowledge base not searched ({_first_line(exc)}); sources are the packaged cards"
+                    else msg("note.kb_local", reason=_first_line(exc))
                 )
                 searcher = None
                 hits = []

@@ -8,6 +8,8 @@ the ranking is the sum. Weights follow a fixed scale so detectors stay comparabl
 - 2.0  a model result that explains a reported figure, or a strong structural sign
 - 1.0  supporting evidence (a consistent figure, a relevant setting)
 - 0.5-1.5  the user's own words (cue phrases), capped per cause
+
+Reasons are messages (ids of ``advisor/messages``) with their figures: the writer picks the language.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..schema import Evidence, Recommendation
+from ..schema import Evidence, Msg, Recommendation
 
 #: The most the user's wording alone can add to one cause.
 TEXT_CAP = 2.5
@@ -27,8 +29,7 @@ class Hypothesis:
     score: float = 0.0
     text_score: float = 0.0
     evidence: list[Evidence] = field(default_factory=list)
-    reasons: list[str] = field(default_factory=list)  # explanation sentences (the answer's language chooses)
-    reasons_zh: list[str] = field(default_factory=list)
+    reasons: list[Msg] = field(default_factory=list)
     recommendations: list[Recommendation] = field(default_factory=list)
     #: The score split by the kind of its first evidence item (measured, model, config, text, ...):
     #: the learned ranker weighs a measurement and a phrase differently.
@@ -54,8 +55,7 @@ class Board:
         cause: str,
         weight: float,
         *evidence: Evidence,
-        reason: str | None = None,
-        reason_zh: str | None = None,
+        reason: Msg | None = None,
         recommendation: Recommendation | None = None,
     ) -> None:
         h = self.get(cause)
@@ -65,10 +65,8 @@ class Board:
         for e in evidence:
             if e not in h.evidence:
                 h.evidence.append(e)
-        if reason and reason not in h.reasons:
+        if reason is not None and reason not in h.reasons:
             h.reasons.append(reason)
-        if reason_zh and reason_zh not in h.reasons_zh:
-            h.reasons_zh.append(reason_zh)
         if recommendation is not None:
             h.recommendations.append(recommendation)
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 import math
 
 from ..errors import AdvisorError
-from ..schema import Diagnosis, Finding, MissingMeasurement
-from ..schema.finding import format_value
+from ..schema import Diagnosis, Finding, MissingMeasurement, Msg
+from ..schema.finding import Fact
+from ..schema.message import msg, q
 from .board import Board, Hypothesis
-from .causes import BENCH, GENERIC, title
+from .causes import BENCH, GENERIC
 from .config_facts import detect_config
 from .inputs import DiagnosisInputs, diagnosis_prompts
 from .measured import detect_measured
@@ -43,7 +44,7 @@ def diagnose(inputs: DiagnosisInputs, *, with_effects: bool = True) -> Diagnosis
         similar_reports=similar,
         undecided=undecided,
         facts=_facts(inputs),
-        notes=list(dict.fromkeys(inputs.notes + (inputs.engine.notes if inputs.engine is not None else []) + ([inputs.engine_error] if inputs.engine_error else []))),
+        notes=diagnosis_notes(inputs),
         language=inputs.language,
     )
 
@@ -80,7 +81,7 @@ def _learned_order(board: Board, inputs: DiagnosisInputs):
             continue
         h = board.get(r.cause)
         for n in voters[:2]:
-            h.evidence.append(Evidence(kind="source", source="case library", label=n.id, value=round(n.similarity, 2), detail=n.url))
+            h.evidence.append(Evidence(kind="source", origin="library", label=msg("ev.similar_case", id=n.id), value=round(n.similarity, 2), detail=msg("detail.url", url=n.url)))
         h.probability = r.probability
         ranked.append(h)
     similar = [SimilarReport(id=n.id, url=n.url, causes=n.causes, fix=n.fix, similarity=round(n.similarity, 2)) for n in (sem.neighbours if sem else [])[:SIMILAR_SHOWN]]
@@ -88,7 +89,6 @@ def _learned_order(board: Board, inputs: DiagnosisInputs):
 
 
 def _finding(h: Hypothesis, inputs: DiagnosisInputs) -> Finding:
-    reasons = h.reasons_zh if inputs.language == "zh" and h.reasons_zh else h.reasons
     recs = h.recommendations + [r.model_copy(deep=True) for r in GENERIC.get(h.cause, [])]
     for r in recs:
         if r.verify is None and inputs.input_len and inputs.output_len:
@@ -97,12 +97,11 @@ def _finding(h: Hypothesis, inputs: DiagnosisInputs) -> Finding:
     severity = "high" if h.score >= 4 else "medium" if h.score >= 2 else "low"
     return Finding(
         cause=h.cause,
-        title=title(h.cause, inputs.language),
         severity=severity,
         confidence=max(0.01, round(h.probability, 2)) if h.probability is not None else h.confidence,
         score=round(h.probability if h.probability is not None else h.score, 3),
         evidence=h.evidence,
-        explanation=" ".join(reasons),
+        reasons=list(h.reasons),
         recommendations=recs,
     )
 
@@ -116,7 +115,7 @@ def _predict_effects(findings: list[Finding], inputs: DiagnosisInputs) -> None:
     if not points or not inputs.input_len or not inputs.output_len:
         return
     points = points[-1:]  # the heaviest load point tells the story; keeps `ask` fast
-    seen: dict[tuple[str, ...], str] = {}
+    seen: dict[tuple[str, ...], Msg] = {}
     for f in findings:
         for rec in f.recommendations:
             if not rec.whatif:
@@ -130,57 +129,96 @@ def _predict_effects(findings: list[Finding], inputs: DiagnosisInputs) -> None:
                         shared_prefix_len=inputs.shared_prefix_len or 0,
                         num_prompts=diagnosis_prompts(points[0]),
                     )
-                    seen[key] = _effect_text(result, inputs.language)
-                except AdvisorError as exc:
-                    seen[key] = f"not modelled: {exc.one_line()}"
+                    seen[key] = _effect(result)
+                except AdvisorError:
+                    seen[key] = msg("effect.not_modelled")
             rec.predicted_effect = seen[key]
 
 
-def _effect_text(result, language: str) -> str:
-    parts = []
+#: What-if deltas worth a reader's attention: the what-if figure and its message id.
+EFFECT_FIGURES = (
+    ("requests running (mean)", "effect.running"),
+    ("decode speed per request", "effect.decode"),
+    ("output throughput", "effect.throughput"),
+    ("TTFT p50", "effect.ttft"),
+)
+
+
+def _effect(result) -> Msg:
+    """A what-if result as a message: the KV cache before/after, then per load point the figures
+    that moved by more than 2%."""
+    parts: list[Msg] = []
     mb, ma = result.base.memory, result.changed.memory
     if ma.kv_cache_tokens != mb.kv_cache_tokens:
-        parts.append(
-            f"KV cache {mb.kv_cache_tokens:,} -> {ma.kv_cache_tokens:,} tokens" if language != "zh" else f"KV cache {mb.kv_cache_tokens:,} → {ma.kv_cache_tokens:,} token"
-        )
+        parts.append(msg("effect.kv", before=q(mb.kv_cache_tokens, "tokens"), after=q(ma.kv_cache_tokens, "tokens")))
     for p in result.points:
         d = {x.figure: x for x in p.deltas}
-        bits = []
-        for fig, short in (("requests running (mean)", "running"), ("decode speed per request", "decode speed"), ("output throughput", "throughput"), ("TTFT p50", "TTFT p50")):
+        bits: list[Msg] = []
+        for fig, key in EFFECT_FIGURES:
             x = d.get(fig)
             if x and x.before and x.after and not math.isclose(x.before, x.after, rel_tol=0.02):
-                bits.append(f"{short} {_with_unit(x.before, x.unit)} -> {_with_unit(x.after, x.unit)}")
+                bits.append(msg(key, before=_quantity(x.before, x.unit), after=_quantity(x.after, x.unit)))
         if bits:
-            parts.append(f"{p.point.label}: " + ", ".join(bits))
-    return ("model: " if language != "zh" else "模型预测：") + ("; ".join(parts) if parts else "no material change")
+            parts.append(msg("effect.point", load=p.point.label, changes=bits))
+    return msg("effect.model", parts=parts) if parts else msg("effect.none")
 
 
-def _with_unit(value: float, unit: str) -> str:
+def _quantity(value: float, unit: str):
     if unit == "ms" and value >= 10_000:
-        return f"{value / 1000:,.0f} s"
-    return f"{format_value(float(value))} {unit}"
+        return q(round(value / 1000), "s")
+    return q(value, unit)
 
 
-def _facts(inputs: DiagnosisInputs) -> dict[str, str]:
+def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
+    """Caveats as messages. The model's assumptions are read from its typed state (the resolved
+    configuration's provenance); notes that other modules still write as text are carried verbatim
+    (``note.text``) after the ones the typed notes already say."""
+    out: list[Msg] = []
+    engine = inputs.engine
+    covered = ("vLLM version", "max_model_len not given")
+    if engine is not None:
+        cfg = engine.config
+        if cfg.version_assumed:
+            out.append(msg("note.version_assumed", version=cfg.vllm_version))
+        if cfg.source_of("max_model_len") == "derived":
+            out.append(msg("note.max_model_len_assumed", tokens=q(cfg.max_model_len, "tokens")))
+    elif inputs.engine_error and (not inputs.deployment.model or not inputs.deployment.gpu):
+        missing = [name for name, value in (("model", inputs.deployment.model), ("GPU", inputs.deployment.gpu)) if not value]
+        out.append(msg("note.no_model", missing=missing))
+    elif inputs.engine_error:
+        out.append(msg("note.text", text=inputs.engine_error))
+    skipped = list(getattr(inputs, "skipped", []) or [])
+    for note in skipped:  # typed by the gatherer: worded here, not copied from its English line
+        out.append(msg(f"input.{note.code}", where=" ".join(x for x in (note.source or "", f"[{note.field}]" if note.field else "") if x), detail=note.detail))
+    said = {note.text() for note in skipped}
+    texts = list(inputs.notes) + (list(engine.notes) + list(engine.memory.notes) if engine is not None else [])
+    for text in dict.fromkeys(t.strip() for t in texts if t and t.strip()):
+        if not text.startswith(covered) and text not in said:
+            out.append(msg("note.text", text=text))
+    return list({m.model_dump_json(): m for m in out}.values())
+
+
+def _facts(inputs: DiagnosisInputs) -> list[Fact]:
+    """The deployment as the model resolved it, each value with its unit and basis."""
     dep = inputs.deployment
-    facts: dict[str, str] = {}
+    facts: list[Fact] = []
     if dep.model:
-        facts["model"] = dep.model
+        facts.append(Fact(label=msg("fact.model"), value=dep.model))
     if dep.gpu:
-        facts["gpu"] = f"{dep.num_gpus or '?'} x {dep.gpu}"
-    if inputs.engine is not None:
-        e = inputs.engine
-        facts["tensor parallel"] = str(e.config.tensor_parallel_size)
-        facts["vLLM version"] = e.config.vllm_version + (" (assumed)" if e.config.version_assumed else "")
-        facts["KV cache per GPU"] = f"{e.memory.kv_cache_gib:.1f} GiB [model]"
-        facts["KV bytes per token per GPU"] = f"{e.memory.kv_bytes_per_token / 1024:.0f} KiB [exact]"
-        facts["KV cache size"] = f"{e.memory.kv_cache_tokens:,} tokens [model]"
+        facts.append(Fact(label=msg("fact.gpus"), value=f"{dep.num_gpus or '?'} × {dep.gpu}"))
+    e = inputs.engine
+    if e is not None:
+        facts.append(Fact(label=msg("fact.tp"), value=float(e.config.tensor_parallel_size), basis=e.config.source_of("tensor_parallel_size")))
+        facts.append(Fact(label=msg("fact.version"), value=e.config.vllm_version, basis="assumed" if e.config.version_assumed else "user"))
+        facts.append(Fact(label=msg("fact.kv_per_gpu"), value=round(e.memory.kv_cache_gib, 1), unit="GiB", basis="model"))
+        facts.append(Fact(label=msg("fact.kv_per_token"), value=round(e.memory.kv_bytes_per_token / 1024), unit="KiB", basis="exact"))
+        facts.append(Fact(label=msg("fact.kv_tokens"), value=float(e.memory.kv_cache_tokens), unit="tokens", basis="model"))
         if inputs.input_len:
             length = inputs.input_len + (inputs.output_len or 0)
-            facts["requests that fit"] = f"{e.memory.requests_that_fit(length):.1f} of {length:,} tokens [model]"
-        facts["max_num_batched_tokens"] = f"{e.config.max_num_batched_tokens} ({e.config.source_of('max_num_batched_tokens')})"
+            facts.append(Fact(label=msg("fact.requests_fit", length=q(length, "tokens")), value=round(e.memory.requests_that_fit(length), 1), unit="requests", basis="model"))
+        facts.append(Fact(label=msg("ev.setting", name="max_num_batched_tokens"), value=float(e.config.max_num_batched_tokens), unit="tokens", basis=e.config.source_of("max_num_batched_tokens")))
     if inputs.input_len:
-        facts["input / output tokens"] = f"{inputs.input_len:,} / {inputs.output_len or '?'}"
+        facts.append(Fact(label=msg("fact.io"), value=f"{inputs.input_len:,} / {inputs.output_len or '?'}", unit="tokens", basis="reported"))
     return facts
 
 
@@ -193,16 +231,16 @@ def _missing(inputs: DiagnosisInputs, causes: list[str]) -> list[MissingMeasurem
         out.append(
             MissingMeasurement(
                 decides=sorted(top & {"kv_capacity", "queueing", "preemption", "prefix_cache", "benchmark_methodology"}),
-                what="requests running vs waiting, KV-cache usage, preemptions and prefix-cache hits on the server while the load runs",
-                command="vllm-advisor probe watch http://HOST:8000 --duration 120 --interval 2 -o run.jsonl   (then: vllm-advisor ask --metrics run.jsonl ...)",
+                what=msg("missing.server_view"),
+                command="vllm-advisor probe watch http://HOST:8000 --duration 120 --interval 2 -o run.jsonl\nvllm-advisor ask --metrics run.jsonl ...",
             )
         )
     if not inputs.deployment.vllm_version:
         out.append(
             MissingMeasurement(
                 decides=["version_regression", "batched_tokens_limit", "memory_config"],
-                what="the vLLM version (its defaults decide the token budget, block size and memory utilisation)",
-                command="vllm --version   (or the first lines of the server log: vllm-advisor probe log server.log)",
+                what=msg("missing.version"),
+                command="vllm --version\nvllm-advisor probe log server.log",
             )
         )
     if not any(r.has_per_request_data for r in inputs.measured) and inputs.input_len and inputs.output_len:
@@ -210,7 +248,7 @@ def _missing(inputs: DiagnosisInputs, causes: list[str]) -> list[MissingMeasurem
         out.append(
             MissingMeasurement(
                 decides=["benchmark_methodology", "queueing", "chunked_prefill_interference"],
-                what="per-request TTFT, TPOT and ITL from a standard client at the same concurrency, with fresh prompts",
+                what=msg("missing.per_request"),
                 command=BENCH.format(inp=inputs.input_len, out=inputs.output_len, conc=conc, n=max(3 * conc, 10)),
             )
         )

@@ -9,6 +9,7 @@ from importlib import resources
 import yaml
 
 from ..schema import Evidence
+from ..schema.message import msg
 from .board import Board
 from .inputs import DiagnosisInputs
 
@@ -38,7 +39,7 @@ def detect_cues(inputs: DiagnosisInputs, board: Board) -> None:
             m = next((m for m in pattern.finditer(text) if not _negated(text, m.end())), None)
             if m:
                 quoted = _context(text, m.start(), m.end())
-                board.add_text(cause, weight, Evidence(kind="text", source="question/notes", label="the user wrote", value=quoted))
+                board.add_text(cause, weight, Evidence(kind="text", origin="question", label=msg("ev.user_wrote"), value=quoted))
 
 
 def _negated(text: str, end: int, window: int = 80) -> bool:
@@ -47,8 +48,17 @@ def _negated(text: str, end: int, window: int = 80) -> bool:
     return bool(NEGATION.search(tail))
 
 
+_BREAK = re.compile(r"[\s\u3000-\u303f\uff00-\uffef\u3400-\u9fff]")
+
+
 def _context(text: str, start: int, end: int, pad: int = 30) -> str:
+    """The cue with some words either side, cut only between words: at a space or punctuation, or
+    beside a CJK character (Chinese has no spaces; any character boundary is a word boundary)."""
     lo, hi = max(0, start - pad), min(len(text), end + pad)
+    while lo > 0 and not (_BREAK.match(text[lo - 1]) or _BREAK.match(text[lo])):
+        lo -= 1
+    while hi < len(text) and not (_BREAK.match(text[hi - 1]) or _BREAK.match(text[hi])):
+        hi += 1
     snippet = " ".join(text[lo:hi].split())
     return ("…" if lo else "") + snippet + ("…" if hi < len(text) else "")
 

@@ -10,11 +10,34 @@ import shlex
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..answer.embedded import evidence_label, explanation, render_evidence
+from ..messages import cause_title, normalize_language, render, tag, text
 from ..schema import Citation, Diagnosis, Finding, Recommendation
 from .format import code_block, md_table, num, ratio, with_unit
-from .labels import FIGURES, KIND_TAGS, lang_of, t
 from .loadpoints import LoadPointRow, figure_value
 from .verification import bench_commands, promql_rows
+
+
+def t(language: str, key: str, **values) -> str:
+    """A fixed phrase of the memo (``memo.<key>`` in the message catalog)."""
+    return text(language, f"memo.{key}", **values)
+
+
+def lang_of(language: str | None) -> str:
+    return normalize_language(language)
+
+
+#: Figures compared per load point: attribute (its name is the catalog's figure.<attr>), unit,
+#: higher is better, always shown.
+FIGURES: list[tuple[str, str, bool, bool]] = [
+    ("request_output_tok_s", "tok/s", True, True),
+    ("request_decode_tok_s", "tok/s", True, True),
+    ("ttft_ms", "ms", False, True),
+    ("tpot_ms", "ms", False, False),
+    ("e2e_ms", "ms", False, False),
+    ("output_throughput_tok_s", "tok/s", True, True),
+    ("request_throughput_req_s", "req/s", True, False),
+]
 
 
 @dataclass
@@ -121,11 +144,11 @@ def summary(ctx: MemoContext) -> str:
     if findings:
         top = findings[0]
         ev = next((e for e in top.evidence if e.value is not None), top.evidence[0] if top.evidence else None)
-        evidence = (": " if lang_of(lang) == "en" else "：") + ev.render() if ev else ""
-        sentences.append(t(lang, "s_top", title=top.title.rstrip("."), cause=top.cause, pct=round(100 * top.confidence), evidence=evidence))
+        evidence = text(lang, "sep.colon") + render_evidence(ev, lang, bullet=False) if ev else ""
+        sentences.append(t(lang, "s_top", title=cause_title(lang, top.cause).rstrip("."), cause=top.cause, pct=round(100 * top.confidence), evidence=evidence))
         others = findings[1:3]
         if others:
-            items = t(lang, "s_also_sep").join(t(lang, "s_also_item", title=f.title.rstrip("."), cause=f.cause, pct=round(100 * f.confidence)) for f in others)
+            items = t(lang, "s_also_sep").join(t(lang, "s_also_item", title=cause_title(lang, f.cause).rstrip("."), cause=f.cause, pct=round(100 * f.confidence)) for f in others)
             sentences.append(t(lang, "s_also", items=items))
     else:
         sentences.append(t(lang, "s_none"))
@@ -138,11 +161,11 @@ def summary(ctx: MemoContext) -> str:
             sentences.append(t(lang, "s_kv_plain", fit=num(fit), tokens=f"{ctx.tokens_per_request:,}"))
     rec = next((r for f in findings for r in f.recommendations), None)
     if rec is not None:
-        flag = f" (`{rec.flag}`)" if rec.flag else ""
-        effect = t(lang, "s_effect", effect=rec.predicted_effect.rstrip(".")) if rec.predicted_effect else ""
-        sentences.append(t(lang, "s_first_change", change=rec.change.rstrip("."), flag=flag, effect=effect))
+        flag = f"{text(lang, 'sep.open')}`{rec.flag}`{text(lang, 'sep.close')}" if rec.flag else ""
+        effect = t(lang, "s_effect", effect=render(rec.predicted_effect, lang).rstrip(".")) if rec.predicted_effect else ""
+        sentences.append(t(lang, "s_first_change", change=render(rec.change, lang).rstrip("."), flag=flag, effect=effect))
     elif not findings and ctx.diagnosis.missing:
-        sentences.append(t(lang, "s_missing", what=ctx.diagnosis.missing[0].what.rstrip(".")))
+        sentences.append(t(lang, "s_missing", what=render(ctx.diagnosis.missing[0].what, lang).rstrip(".")))
     return ("" if lang_of(lang) == "zh" else " ").join(sentences[:5])
 
 
@@ -166,40 +189,37 @@ def deployment_facts(ctx: MemoContext) -> str:
     rows: list[list[str]] = []
     if em is not None:
         c, m = em.config, em.memory
-        rows.append([t(lang, "f_model"), em.model.name + (f" ({dep.model})" if dep.model and dep.model != em.model.name else ""), "[config]"])
-        rows.append([t(lang, "f_gpus"), f"{em.num_gpus} x {em.gpu.name} ({em.gpu.memory_gib:.1f} GiB)", "[config]"])
+        cfg_tag, model_tag = tag(lang, "config"), tag(lang, "model")
+        rows.append([t(lang, "f_model"), em.model.name + (f" ({dep.model})" if dep.model and dep.model != em.model.name else ""), cfg_tag])
+        rows.append([t(lang, "f_gpus"), f"{em.num_gpus} × {em.gpu.name} ({em.gpu.memory_gib:.1f} GiB)", cfg_tag])
         if dep.interconnect:
-            rows.append([t(lang, "f_interconnect"), dep.interconnect, "[config]"])
+            rows.append([t(lang, "f_interconnect"), dep.interconnect, cfg_tag])
         rows.append([t(lang, "f_tp"), str(c.tensor_parallel_size), f"[{_provenance(lang, c.source_of('tensor_parallel_size'), c.vllm_version)}]"])
         version = t(lang, "f_version_assumed", version=c.vllm_version) if c.version_assumed else c.vllm_version
-        rows.append([t(lang, "f_version"), version, "[config]"])
+        rows.append([t(lang, "f_version"), version, cfg_tag])
     else:
-        rows.append([t(lang, "f_model"), dep.model or unknown, "[config]"])
-        rows.append([t(lang, "f_gpus"), f"{dep.num_gpus or '?'} x {dep.gpu or unknown}", "[config]"])
-        rows.append([t(lang, "f_version"), dep.vllm_version or unknown, "[config]"])
+        cfg_tag, model_tag = tag(lang, "config"), tag(lang, "model")
+        rows.append([t(lang, "f_model"), dep.model or unknown, cfg_tag])
+        rows.append([t(lang, "f_gpus"), f"{dep.num_gpus or '?'} × {dep.gpu or unknown}", cfg_tag])
+        rows.append([t(lang, "f_version"), dep.vllm_version or unknown, cfg_tag])
     if dep.serve_command:
-        rows.append([t(lang, "f_serve"), f"`{dep.serve_command}`", "[config]"])
+        rows.append([t(lang, "f_serve"), f"`{dep.serve_command}`", cfg_tag])
     if i.input_len or i.output_len:
         prefix = t(lang, "f_prefix", prefix=f"{i.shared_prefix_len:,}") if i.shared_prefix_len else ""
-        rows.append([t(lang, "f_workload"), t(lang, "f_workload_value", input_len=_n(i.input_len), output_len=_n(i.output_len), prefix=prefix), "[config]"])
+        rows.append([t(lang, "f_workload"), t(lang, "f_workload_value", input_len=_n(i.input_len), output_len=_n(i.output_len), prefix=prefix), cfg_tag])
     if em is not None:
         m = em.memory
-        rows.append([t(lang, "f_weights"), f"{m.weights_gib:.2f} GiB", f"[model: {m.basis.get('weights_gib', 'exact')}]"])
-        rows.append([t(lang, "f_kv_per_token"), f"{m.kv_bytes_per_token / 1024:.1f} KiB", "[model: exact]"])
-        rows.append([t(lang, "f_kv_cache"), f"{m.kv_cache_gib:.1f} GiB = {m.kv_cache_tokens:,} tokens ({m.num_gpu_blocks:,} blocks of {m.block_size})", "[model]"])
-        rows.append([t(lang, "f_max_concurrency"), t(lang, "f_max_concurrency_value", value=f"{m.max_concurrency:.2f}", tokens=f"{m.max_model_len:,}"), "[model]"])
+        exact = "[" + text(lang, "tag.model") + text(lang, "sep.comma") + text(lang, "answer.exact") + "]"
+        estimate = "[" + text(lang, "tag.model") + text(lang, "sep.comma") + text(lang, "answer.estimate") + "]"
+        rows.append([t(lang, "f_weights"), f"{m.weights_gib:.2f} GiB", exact if m.basis.get("weights_gib", "exact").startswith("exact") else estimate])
+        rows.append([t(lang, "f_kv_per_token"), f"{m.kv_bytes_per_token / 1024:.1f} KiB", exact])
+        rows.append([t(lang, "f_kv_cache"), t(lang, "f_kv_cache_value", gib=f"{m.kv_cache_gib:.1f}", tokens=f"{m.kv_cache_tokens:,}", blocks=f"{m.num_gpu_blocks:,}", block=m.block_size), model_tag])
+        rows.append([t(lang, "f_max_concurrency"), t(lang, "f_max_concurrency_value", value=f"{m.max_concurrency:.2f}", tokens=f"{m.max_model_len:,}"), model_tag])
         if ctx.requests_that_fit is not None:
-            rows.append([t(lang, "f_fit"), t(lang, "f_fit_value", value=num(ctx.requests_that_fit, 2), tokens=f"{ctx.tokens_per_request:,}"), "[model]"])
-    covered = _COVERED_WITH_MODEL if em is not None else _COVERED_WITHOUT_MODEL
-    for name, value in ctx.diagnosis.facts.items():
-        if _fact_key(name) not in covered:
-            rows.append([name, value, "[diagnosis]"])
+            rows.append([t(lang, "f_fit"), t(lang, "f_fit_value", value=num(ctx.requests_that_fit, 2), tokens=f"{ctx.tokens_per_request:,}"), model_tag])
     parts = [md_table([t(lang, "f_item"), t(lang, "f_value"), t(lang, "f_basis")], rows)]
     if em is not None:
         parts.append(f"### {t(lang, 'settings')}\n\n" + engine_settings(ctx))
-        notes = list(dict.fromkeys([*em.notes, *em.memory.notes]))
-        if notes:
-            parts.append("\n".join(f"- {n}" for n in notes))
     else:
         parts.append(f"### {t(lang, 'missing_info')}\n\n" + t(lang, "no_model", reason=_no_model_reason(ctx)))
     return "\n\n".join(parts)
@@ -211,18 +231,6 @@ def _no_model_reason(ctx: MemoContext) -> str:
     if missing:
         return t(ctx.language, "no_model_missing", what=" / ".join(missing))
     return (ctx.inputs.engine_error or "").rstrip(".")
-
-
-def _fact_key(name: str) -> str:
-    return " ".join(name.lower().replace("_", " ").split())
-
-
-#: Fact names the diagnosis may report that the table above already shows (no row twice).
-_COVERED_WITHOUT_MODEL = {"model", "gpu", "gpus", "vllm version", "input / output tokens", "workload"}
-_COVERED_WITH_MODEL = _COVERED_WITHOUT_MODEL | {
-    "tensor parallel", "tensor parallel size", "kv cache per gpu", "kv bytes per token per gpu", "kv cache size",
-    "requests that fit", "maximum concurrency", "max num batched tokens", "max num seqs", "weights per gpu",
-}
 
 
 def _n(value: int | None) -> str:
@@ -250,7 +258,8 @@ def engine_settings(ctx: MemoContext) -> str:
     for key, unit in SETTINGS:
         value = getattr(c, key)
         shown = f"{value:,}" if isinstance(value, int) and not isinstance(value, bool) else str(value)
-        rows.append([f"`{key}`", f"{shown} {unit}".strip(), _provenance(lang, c.source_of(key), c.vllm_version)])
+        unit_shown = text(lang, f"memo.unit_{unit.replace(' ', '_')}") if unit else ""
+        rows.append([f"`{key}`", f"{shown} {unit_shown}".strip(), _provenance(lang, c.source_of(key), c.vllm_version)])
     return md_table([t(lang, "f_setting"), t(lang, "f_value"), t(lang, "f_where")], rows)
 
 
@@ -270,7 +279,7 @@ def measured_vs_predicted(ctx: MemoContext) -> str:
                   before=_err(cal.rms_log_error_before), after=_err(cal.rms_log_error_after))
             )
         else:
-            why = "; ".join(cal.notes) if cal is not None and cal.notes else t(lang, "mvp_no_cal_reason")
+            why = t(lang, "mvp_cal_failed") if cal is not None and cal.notes else t(lang, "mvp_no_cal_reason")
             parts.append(t(lang, "mvp_intro_uncal", why=why.rstrip(".")))
         if i.ceiling:
             parts.append(t(lang, "mvp_ceiling"))
@@ -280,7 +289,7 @@ def measured_vs_predicted(ctx: MemoContext) -> str:
         measured_runs = row.measured or [None]
         for k, run in enumerate(measured_runs):
             label = row.label + (f" #{k + 1}" if len(row.measured) > 1 else "")
-            for attr, names, unit, higher, always in FIGURES:
+            for attr, unit, higher, always in FIGURES:
                 m = figure_value(run, attr)
                 p = figure_value(row.predicted, attr)
                 c = figure_value(row.ceiling, attr)
@@ -290,7 +299,7 @@ def measured_vs_predicted(ctx: MemoContext) -> str:
                 note = f"{r:.2f}x" if r is not None else "—"
                 if m is not None and c is not None and ((higher and m > c) or (not higher and m < c)):
                     note += f" **{t(lang, 'mvp_beyond')}**"
-                rows.append([label, names[lang_of(lang)], with_unit(m, unit), with_unit(p, unit), with_unit(c, unit), note])
+                rows.append([label, text(lang, f"figure.{attr}"), with_unit(m, unit), with_unit(p, unit), with_unit(c, unit), note])
     if rows:
         parts.append(md_table(headers, rows, ["l", "l", "r", "r", "r", "r"]))
     else:
@@ -304,7 +313,7 @@ def measured_vs_predicted(ctx: MemoContext) -> str:
         parts.append(t(lang, "mvp_sources", items=items))
     cal = i.calibration
     if cal is not None and cal.unreachable:
-        items = "; ".join(f"{r.load} {r.figure} (measured {num(r.measured)}, model {num(r.predicted)})" for r in cal.unreachable)
+        items = text(lang, "sep.list").join(t(lang, "mvp_unreachable_item", load=r.load, figure=r.figure, measured=num(r.measured), model=num(r.predicted)) for r in cal.unreachable)
         parts.append(t(lang, "mvp_unreachable", items=items))
     if any(r.predicted for r in ctx.rows):
         parts.append(f"### {t(lang, 'server_view')}\n\n" + server_view(ctx))
@@ -350,15 +359,16 @@ def findings_section(ctx: MemoContext) -> str:
     lang = ctx.language
     if not ctx.findings:
         return t(lang, "fi_none")
-    tags = KIND_TAGS[lang_of(lang)]
     blocks = []
     for n, f in enumerate(ctx.findings, 1):
-        lines = [f"### {n}. {f.title}", "", t(lang, "fi_line", cause=f.cause, severity=f.severity, pct=round(100 * f.confidence))]
+        severity = text(lang, f"answer.sev_{f.severity}")
+        lines = [f"### {n}. {cause_title(lang, f.cause)}", "", t(lang, "fi_line", cause=f.cause, severity=severity, pct=round(100 * f.confidence))]
         if f.evidence:
             lines += ["", t(lang, "fi_evidence")]
-            lines += [f"- [{tags.get(e.kind, e.kind)}] {e.render()}" for e in f.evidence]
-        if f.explanation:
-            lines += ["", f.explanation.strip()]
+            lines += [render_evidence(e, lang) for e in f.evidence]
+        why = explanation(f, lang)
+        if why:
+            lines += ["", why]
         refs = ctx.source_refs(f)
         if refs:
             lines += ["", t(lang, "fi_sources", refs=" ".join(f"[{r}]" for r in refs))]
@@ -427,7 +437,7 @@ def recommendations_section(ctx: MemoContext) -> str:
     n = 0
     for fi, f in enumerate(ctx.findings, 1):
         for rec in f.recommendations:
-            key = (rec.change, rec.flag)
+            key = (rec.change.model_dump_json(), rec.flag)
             if key in seen:
                 continue
             seen.add(key)
@@ -440,20 +450,21 @@ def recommendations_section(ctx: MemoContext) -> str:
 
 def _recommendation(ctx: MemoContext, n: int, finding_no: int, f: Finding, rec: Recommendation, profile: str | None) -> str:
     lang = ctx.language
-    lines = [f"### {n}. {rec.change}", "", f"_{t(lang, 're_for', n=finding_no, cause=f.cause)}_", ""]
+    colon = text(lang, "sep.colon")
+    lines = [f"### {n}. {render(rec.change, lang)}", "", f"_{t(lang, 're_for', n=finding_no, cause=f.cause)}_", ""]
     if rec.flag:
-        lines.append(f"- {t(lang, 're_flag')}: `{rec.flag}`")
-    lines.append(f"- {t(lang, 're_effect')}: {rec.predicted_effect or t(lang, 're_effect_none')}")
+        lines.append(f"- {t(lang, 're_flag')}{colon}`{rec.flag}`")
+    lines.append(f"- {t(lang, 're_effect')}{colon}{render(rec.predicted_effect, lang) if rec.predicted_effect else t(lang, 're_effect_none')}")
     if rec.cost:
-        lines.append(f"- {t(lang, 're_cost')}: {rec.cost}")
+        lines.append(f"- {t(lang, 're_cost')}{colon}{render(rec.cost, lang)}")
     command = serve_command_with(ctx.inputs.deployment.serve_command, rec.flag)
     if command:
-        lines += [f"- {t(lang, 're_command')}:", "", code_block(command)]
+        lines += [f"- {t(lang, 're_command')}{colon.rstrip()}", "", code_block(command)]
     if rec.whatif and profile and ctx.engine is not None:
         whatif = " ".join(f"--what-if {shlex.quote(w)}" for w in rec.whatif)
-        lines += ["", f"- {t(lang, 're_whatif')}:", "", code_block(f"vllm-advisor estimate --profile {shlex.quote(profile)} {whatif}")]
+        lines += ["", f"- {t(lang, 're_whatif')}{colon.rstrip()}", "", code_block(f"vllm-advisor estimate --profile {shlex.quote(profile)} {whatif}")]
     if rec.verify:
-        lines += ["", f"- {t(lang, 're_verify')}:", "", code_block(rec.verify)]
+        lines += ["", f"- {t(lang, 're_verify')}{colon.rstrip()}", "", code_block(rec.verify)]
     return "\n".join(lines)
 
 
@@ -474,7 +485,7 @@ def verification_plan(ctx: MemoContext) -> str:
     if ctx.diagnosis.missing:
         lines = [t(lang, "ve_missing"), ""]
         for m in ctx.diagnosis.missing:
-            lines.append(f"- {m.what} ({t(lang, 've_decides', causes=', '.join(f'`{c}`' for c in m.decides))}):")
+            lines.append(f"- {render(m.what, lang)}{text(lang, 'sep.open')}{t(lang, 've_decides', causes=', '.join(f'`{c}`' for c in m.decides))}{text(lang, 'sep.close')}")
             lines += ["", "  " + code_block(m.command).replace("\n", "\n  "), ""]
         parts.append("\n".join(lines).rstrip())
     busiest = max((r for r in ctx.rows if r.predicted is not None), key=lambda r: (r.key[0] == "c", r.key[1]) if r.key else (False, 0), default=None)
@@ -494,19 +505,13 @@ def verification_plan(ctx: MemoContext) -> str:
 def sources_section(ctx: MemoContext) -> str:
     if not ctx.sources:
         return t(ctx.language, "sources_none")
-    lines = []
-    for c in ctx.sources:
-        heading = f" — {c.heading}" if c.heading else ""
-        where = f"<{c.url}>" if c.url.startswith(("http://", "https://")) else f"`{c.url}`"
-        lines.append(f"{c.number}. {c.title}{heading}: {where}")
-    return "\n".join(lines)
+    from ..answer.embedded import source_line
+
+    return "\n".join(f"{c.number}. {source_line(c, ctx.language)}" for c in ctx.sources)
 
 
 def notes_section(ctx: MemoContext) -> str:
-    notes = [*ctx.inputs.notes, *ctx.diagnosis.notes]
-    for row in ctx.rows:
-        if row.predicted is not None:
-            notes += [f"{row.label} (model): {n}" for n in row.predicted.notes]
+    notes = [render(n, ctx.language) for n in ctx.diagnosis.notes]
     notes = list(dict.fromkeys(n for n in notes if n))
     return "\n".join(f"- {n}" for n in notes)
 

@@ -14,8 +14,12 @@ from __future__ import annotations
 import math
 import shlex
 
-from .labels import t
+from ..messages import text
 from .loadpoints import LoadPointRow
+
+
+def t(language: str, key: str, **values) -> str:
+    return text(language, f"memo.{key}", **values)
 
 
 def bench_serve_command(

@@ -15,7 +15,7 @@ from .. import __version__
 from ..errors import InputFileError
 from ..schema import Citation, Diagnosis
 from . import sections
-from .labels import lang_of, t
+from .sections import lang_of, t
 from .loadpoints import line_up
 from .plots import draw_plots
 

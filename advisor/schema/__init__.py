@@ -8,7 +8,8 @@ from .bench import BenchmarkRun, ConsistencyCheck, Distribution
 from .case import CaseFile, CaseReport, LatencyFigures, Observation, Workload
 from .cause_ids import CAUSE_IDS, CauseId
 from .deployment import Deployment, EngineArgs
-from .finding import Citation, Diagnosis, Evidence, Finding, MissingMeasurement, Recommendation, SimilarReport
+from .finding import Citation, Diagnosis, Evidence, Fact, Finding, MissingMeasurement, Recommendation, SimilarReport
+from .message import Msg, Quantity
 from .metrics import MetricFamily, MetricSample, MetricsSnapshot, MetricsWindow, SeriesWindow
 from .notes import InputNote
 from .serverlog import ServerLogInfo, ServerStatsLine
@@ -23,6 +24,9 @@ __all__ = [
     "Citation",
     "Diagnosis",
     "Evidence",
+    "Fact",
+    "Msg",
+    "Quantity",
     "Finding",
     "MissingMeasurement",
     "Recommendation",

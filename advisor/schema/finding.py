@@ -1,9 +1,11 @@
 """A diagnosis: ranked findings, each tied to its evidence, its fixes and its sources.
 
-Every number a finding shows is an :class:`Evidence` item that names where it came from
-(``bench.json: p99_itl_ms``, ``metrics: vllm:num_requests_waiting``, ``model: KV capacity``,
-``user: observation at c=40``), so an answer can always say whether a figure was measured, reported
-by the user, or predicted by the model.
+Language-neutral by design: a finding holds a cause id, numbers with units, codes and message ids
+(:class:`~.message.Msg`), never a finished sentence, so every writer (answer, memo, chat, plots)
+says it in the asker's language from one catalog (``advisor/messages/``). Every number a finding
+shows is an :class:`Evidence` item that says where it came from (``origin``: the case file, a file,
+/metrics, a server log, the model, ...), so an answer can always say whether a figure was measured,
+reported by the user, or predicted by the model.
 """
 
 from __future__ import annotations
@@ -12,49 +14,35 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from .message import CauseId, Msg, Quantity
+
 Severity = Literal["high", "medium", "low"]
 EvidenceKind = Literal["measured", "reported", "model", "config", "text", "source"]
+#: Where a figure was read: its catalog id is ``origin.<code>``; ``where`` names the file or engine.
+Origin = Literal["case", "file", "model", "metrics", "log", "deployment", "workload", "question", "startup", "library"]
 
 
 class Evidence(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     kind: EvidenceKind = Field(description="measured (a file/metric), reported (the user's words/figures), model, config, text, source")
-    source: str = Field(description="where: 'bench.json', 'metrics', 'server log', 'case file', 'model', 'question'")
-    label: str = Field(description="what, e.g. 'p99_itl_ms' or 'KV capacity'")
-    value: float | str | None = None
+    origin: Origin = Field(description="where it was read")
+    where: str | None = Field(None, description="the file name or engine tag, when origin is a file, metrics or a log")
+    label: Msg = Field(description="what the figure is (a message id)")
+    load: str | None = Field(None, description="the load point it belongs to, e.g. 'c=40'")
+    value: float | str | None = Field(None, description="the figure; a str is a code or setting value, or the user's own words")
     unit: str | None = None
-    detail: str | None = Field(None, description="one line of context, e.g. '= 4.8 requests of 64K tokens'")
-
-    def render(self) -> str:
-        value = "" if self.value is None else format_value(self.value)
-        unit = f" {self.unit}" if self.unit else ""
-        detail = f" ({self.detail})" if self.detail else ""
-        head = f"{self.source}: {self.label}"
-        return f"{head} = {value}{unit}{detail}" if value else f"{head}{detail}"
-
-
-def format_value(value: float | str) -> str:
-    """Numbers as people read them: 327,120 / 38.2 / 0.505; never scientific notation."""
-    if not isinstance(value, float):
-        return str(value)
-    if value.is_integer():
-        return f"{value:,.0f}"
-    if abs(value) >= 100:
-        return f"{value:,.0f}"
-    if abs(value) >= 1:
-        return f"{value:.3g}" if abs(value) < 10 else f"{value:.1f}"
-    return f"{value:.3g}"
+    detail: Msg | None = Field(None, description="one line of context, e.g. '= 4.8 requests of 64K tokens'")
 
 
 class Recommendation(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    change: str = Field(description="the change in words")
-    flag: str | None = Field(None, description="exact `vllm serve` flag(s) or client change, e.g. '--kv-cache-dtype fp8'")
+    change: Msg = Field(description="the change (a message id)")
+    flag: str | None = Field(None, description="exact `vllm serve` flag(s) or client change, e.g. '--kv-cache-dtype fp8' (code, shown as is)")
     whatif: list[str] = Field(default_factory=list, description="the what-if keys that model it, e.g. ['kv_cache_dtype=fp8']")
-    predicted_effect: str | None = Field(None, description="what the model predicts, with numbers and units")
-    cost: str | None = None
+    predicted_effect: Msg | None = Field(None, description="what the model predicts, with numbers and units")
+    cost: Msg | None = None
     verify: str | None = Field(None, description="a command that verifies it (vllm bench serve ..., a PromQL query)")
 
 
@@ -74,13 +62,12 @@ class Citation(BaseModel):
 class Finding(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    cause: str = Field(description="a cause id from shared/cases/FORMAT.md")
-    title: str
+    cause: CauseId = Field(description="a cause id from shared/cases/FORMAT.md; its headline is the catalog's title.<cause>")
     severity: Severity = "medium"
     confidence: float = Field(ge=0.0, le=1.0)
     score: float = Field(0.0, description="ranking score (higher first)")
     evidence: list[Evidence] = Field(default_factory=list)
-    explanation: str = ""
+    reasons: list[Msg] = Field(default_factory=list, description="the mechanism, one message per reason, with its figures")
     recommendations: list[Recommendation] = Field(default_factory=list)
     sources: list[Citation] = Field(default_factory=list)
 
@@ -90,8 +77,8 @@ class MissingMeasurement(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    decides: list[str] = Field(description="cause ids it separates")
-    what: str
+    decides: list[CauseId] = Field(description="cause ids it separates")
+    what: Msg
     command: str
 
 
@@ -107,17 +94,32 @@ class SimilarReport(BaseModel):
     similarity: float = Field(description="cosine of the multilingual sentence embeddings, -1..1")
 
 
+class Fact(BaseModel):
+    """A deployment fact shown beside an answer (the chat's side panel): a label, a value with its
+    unit, and where it came from (a tag code: config, model, user, default, assumed, derived, exact)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    label: Msg
+    value: float | str
+    unit: str | None = None
+    basis: str = "config"
+
+
 class Diagnosis(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     findings: list[Finding] = Field(default_factory=list)
     missing: list[MissingMeasurement] = Field(default_factory=list)
     similar_reports: list[SimilarReport] = Field(default_factory=list, description="nearest case-library reports")
-    undecided: list[str] = Field(default_factory=list, description="leading causes the evidence cannot separate")
-    facts: dict[str, str] = Field(default_factory=dict, description="deployment facts shown in answers (name -> value with unit)")
-    notes: list[str] = Field(default_factory=list)
+    undecided: list[CauseId] = Field(default_factory=list, description="leading causes the evidence cannot separate")
+    facts: list[Fact] = Field(default_factory=list)
+    notes: list[Msg] = Field(default_factory=list)
     language: str = "en"
 
     @property
     def causes(self) -> list[str]:
         return [f.cause for f in self.findings]
+
+
+__all__ = ["Citation", "Diagnosis", "Evidence", "Fact", "Finding", "MissingMeasurement", "Msg", "Quantity", "Recommendation", "SimilarReport"]
