@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from vllm_advisor.messages import render
 from vllm_advisor.diagnosis.engine import diagnose
 from vllm_advisor.diagnosis.inputs import gather
 from vllm_advisor.errors import InputFileError
@@ -42,13 +43,13 @@ def test_kv_admission_rule_on_real_kv_pressure_dumps(kv_pressure_dumps):
     inputs = gather(question="why do requests wait?", attachments=kv_pressure_dumps, predict=False)
     diagnosis = diagnose(inputs)
     kv = next(f for f in diagnosis.findings if f.cause == "kv_capacity")
-    fits = next(e for e in kv.evidence if e.label == "requests the KV cache holds at this length")
+    fits = next(e for e in kv.evidence if e.label.id == "ev.kv_fits_length")
     assert fits.value == pytest.approx(100 / 50.5, abs=0.05)  # one running request held half the cache
-    assert "7 waited" in fits.detail
+    assert "while 7 waited" in render(fits.detail, "en")
     # the server's own histograms: most of its TTFT was time in the queue (E run: TTFT ~3 s at c=8)
     queueing = next(f for f in diagnosis.findings if f.cause == "queueing")
-    share = next(e for e in queueing.evidence if e.label == "share of TTFT spent queued on the server")
-    assert share.value >= 50 and "vllm:request_queue_time_seconds" in share.detail
+    share = next(e for e in queueing.evidence if e.label.id == "ev.queue_share")
+    assert share.value >= 50 and "vllm:request_queue_time_seconds" in render(share.detail, "en")
 
 
 def _result_line(fixtures_dir: Path, **block) -> dict:
@@ -127,7 +128,7 @@ def test_memo_from_a_probe_bench_result_without_a_case_file(fixtures_dir, kv_pre
     assert proc.returncode == 0, proc.stderr
     memo = (tmp_path / "memo.md").read_text()
     assert "Why is this deployment slow" in memo
-    assert "`kv_capacity`" in memo and "vllm:num_preemptions_total increase = 31" in memo
+    assert "`kv_capacity`" in memo and "vllm:num_preemptions_total increase: **31**" in memo
     assert "(memo_plots/server_timeline.png)" in memo and (tmp_path / "memo_plots" / "server_timeline.png").stat().st_size > 10_000
     proc = subprocess.run([ADVISOR, "memo"], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 2 and "--attach" in proc.stderr
