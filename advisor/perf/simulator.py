@@ -36,21 +36,21 @@ fixed overhead stands for the CPU work); cached prefix blocks stay resident (no 
 
 from __future__ import annotations
 
-import functools
 import math
 from collections import OrderedDict, deque
 from dataclasses import dataclass, field
-from typing import Callable, Protocol
+from typing import Callable, NamedTuple, Protocol
 
 import numpy as np
 
 
-@dataclass(frozen=True)
-class StepBatch:
+class StepBatch(NamedTuple):
     """What one engine step computes: decodes (one token each) and prefill chunks.
 
     ``decode_context_sum`` is the sum over decoding requests of their context length (tokens whose
     KV the attention reads); ``prefill_chunks`` holds (chunk_tokens, tokens_already_computed) pairs.
+    A named tuple, not a frozen dataclass: the simulator builds one per event and a frozen
+    dataclass costs ~5 µs to construct.
     """
 
     num_decodes: int
@@ -59,13 +59,13 @@ class StepBatch:
     shared_prefix_len: int = 0  # tokens of a prefix-cached prefix common to ...
     shared_prefix_readers: int = 0  # ... this many of the decodes (cascade attention may read it once)
 
-    @functools.cached_property
+    @property
     def prefill_tokens(self) -> int:
-        return sum(c for c, _ in self.prefill_chunks)
+        return sum([c for c, _ in self.prefill_chunks])
 
-    @functools.cached_property
+    @property
     def total_tokens(self) -> int:
-        return self.num_decodes + self.prefill_tokens
+        return self.num_decodes + sum([c for c, _ in self.prefill_chunks])
 
 
 class StepCost(Protocol):
@@ -175,8 +175,9 @@ class SimResult:
     duration: float
     total_preemptions: int
     # The ITL gaps, pooled as the simulation went: one gap per token sampled after a request's
-    # previous segment (``itl_joins``), and per stretch its end times with the number of requests
-    # that sampled at every one of them (``itl_stretches``). See ``summary.itl_gaps``.
+    # previous segment (``itl_joins``), and per stretch the durations of its steps after the first
+    # (the gaps between its tokens) with the number of requests that sampled at every step
+    # (``itl_stretches``). See ``summary.itl_gaps``.
     itl_joins: list[float] | None = None
     itl_stretches: list[tuple[np.ndarray, int]] | None = None
 
@@ -452,9 +453,8 @@ class Simulator:
                 chunks.append((n, r.num_computed))
                 prefill_tokens += n
         batch = StepBatch(num_decodes, ctx_sum, tuple(chunks), *self._shared_prefix(readers))
-        if self._affine_cost and self._shapes and (num_decodes, tuple([n for n, _ in chunks]), batch.shared_prefix_len, batch.shared_prefix_readers) in self._shapes:
-            duration = self._shape_cost(batch)  # a shape a stretch has seen: no model call
-        else:
+        duration = self._shape_cost(batch, create=False) if self._shapes else None  # a shape a stretch has seen
+        if duration is None:
             duration = float(self.step_cost(batch))
         self.steps.append(
             StepRecord(
@@ -545,7 +545,7 @@ class Simulator:
                 return 1, [], []
         return k, decodes, chunks
 
-    def _stretch_costs(self, batch_at: Callable[[int], StepBatch], k: int) -> tuple[np.ndarray, float, float, bool]:
+    def _stretch_costs(self, batch_at: Callable[[int], StepBatch], k: int, first: StepBatch, last: StepBatch) -> tuple[np.ndarray, float, float, bool]:
         """The k steps' durations from a few cost evaluations: (durations, first, last, affine).
 
         Along a stretch only context lengths grow, one token per decode and one chunk per prefill per
@@ -558,11 +558,11 @@ class Simulator:
         """
         cost = self.step_cost
         if self._affine_cost:
-            f0 = self._shape_cost(batch_at(0))
-            f1 = self._shape_cost(batch_at(k - 1))
+            f0 = self._shape_cost(first)
+            f1 = self._shape_cost(last)
             return f0 + (f1 - f0) * (np.arange(k) / (k - 1)), f0, f1, True
-        f0 = float(cost(batch_at(0)))
-        f1 = float(cost(batch_at(k - 1)))
+        f0 = float(cost(first))
+        f1 = float(cost(last))
         out = np.empty(k)
         stack = [(0, k - 1, f0, f1)]
         affine = True
@@ -586,16 +586,30 @@ class Simulator:
                 stack.append((mid, hi, fm, fhi))
         return out, f0, f1, affine
 
-    def _shape_cost(self, b: StepBatch) -> float:
+    def _shape_cost(self, b: StepBatch, create: bool = True) -> float | None:
         """The cost of a batch through its shape's affine form, for costs that say they are affine
         in the context lengths at a fixed shape (decodes, chunk sizes, shared prefix): the first
         stretch of a shape evaluates the cost at its base and one step along the decode context
         and each chunk's depth; every later batch of that shape (the prefill of each new request
         beside the same running decodes, say) is then a few multiplications."""
         chunks = b.prefill_chunks
-        key = (b.num_decodes, tuple([n for n, _ in chunks]), b.shared_prefix_len, b.shared_prefix_readers)
-        entry = self._shapes.get(key)
+        if len(chunks) == 1:  # the common shapes: one chunk or none
+            (n0, d0), = chunks
+            key = (b.num_decodes, n0, b.shared_prefix_len, b.shared_prefix_readers)
+            entry = self._shapes.get(key)
+            if entry is not None:
+                return entry[0] + entry[3] * (b.decode_context_sum - entry[1]) + entry[4][0] * (d0 - entry[2][0])
+        elif not chunks:
+            key = (b.num_decodes, None, b.shared_prefix_len, b.shared_prefix_readers)
+            entry = self._shapes.get(key)
+            if entry is not None:
+                return entry[0] + entry[3] * (b.decode_context_sum - entry[1])
+        else:
+            key = (b.num_decodes, tuple([n for n, _ in chunks]), b.shared_prefix_len, b.shared_prefix_readers)
+            entry = self._shapes.get(key)
         depths = tuple([d for _, d in chunks])
+        if entry is None and not create:
+            return None
         if entry is None:
             cost = self.step_cost
             base = float(cost(b))
@@ -657,11 +671,28 @@ class Simulator:
             tail = np.cumsum(durations[::-1])[::-1]  # tail[t] = sum of durations[t:]
             for t, count in firsts.items():
                 total += count * float(tail[t::bs].sum())
-        if chunks:
-            j1 = np.arange(1, k + 1, dtype=np.int64)
-            for r, n in chunks:
-                need = np.maximum(0, -(-(r.num_computed + j1 * n) // bs) - (r.blocks + r.shared_blocks))
-                total += float((need * durations).sum())  # not np.dot: BLAS threads stall on a busy machine
+        j1 = None
+        for r, n in chunks:
+            held = r.blocks + r.shared_blocks
+            a = r.num_computed + n  # tokens after the stretch's first step, which ``held`` covers exactly
+            if slope is not None and held == -(-a // bs):
+                # need_j = ceil((a + j n) / bs) - held = (a + j n + rem_j) / bs - held, where
+                # rem_j = -(a + j n) mod bs repeats with period bs / gcd(n, bs): sum in closed form.
+                f0 = float(durations[0])
+                s1, s2 = k * (k - 1) / 2.0, (k - 1) * k * (2 * k - 1) / 6.0
+                part = (a * f0 * k + (a * slope + n * f0) * s1 + n * slope * s2) / bs - held * (f0 * k + slope * s1)
+                period = bs // math.gcd(n, bs)
+                for q in range(min(period, k)):
+                    rem = -(a + q * n) % bs
+                    if rem:
+                        m = (k - 1 - q) // period + 1
+                        part += rem / bs * (m * f0 + slope * (m * q + period * m * (m - 1) / 2.0))
+                total += part
+                continue
+            if j1 is None:
+                j1 = np.arange(1, k + 1, dtype=np.int64)
+            need = np.maximum(0, -(-(r.num_computed + j1 * n) // bs) - held)
+            total += float((need * durations).sum())  # not np.dot: BLAS threads stall on a busy machine
         return total
 
     def _run_stretch(self, scheduled: list[tuple[SimRequest, int]], k: int, decodes: list[SimRequest], chunks: list[tuple[SimRequest, int]]) -> None:
@@ -693,15 +724,12 @@ class Simulator:
                 readers += 1
         shared = self._shared_prefix(readers)
         chunk_spec = [(n, r.num_computed) for r, n in chunks]
-        made: dict[int, StepBatch] = {}
 
         def batch_at(j: int) -> StepBatch:
-            b = made.get(j)
-            if b is None:
-                b = made[j] = StepBatch(nd, ctx0 + j * nd, tuple([(n, d + j * n) for n, d in chunk_spec]), *shared)
-            return b
+            return StepBatch(nd, ctx0 + j * nd, tuple([(n, d + j * n) for n, d in chunk_spec]), *shared)
 
-        durations, f0, f1, affine = self._stretch_costs(batch_at, k)
+        first_batch, last_batch = batch_at(0), batch_at(k - 1)
+        durations, f0, f1, affine = self._stretch_costs(batch_at, k, first_batch, last_batch)
         k_costed = k
         ends = durations.cumsum()
         ends += self.now
@@ -715,6 +743,7 @@ class Simulator:
                 k = fits
                 ends, durations = ends[:k], durations[:k]
                 taken = self._blocks_after(decodes, chunks, k)
+                last_batch = batch_at(k - 1)
         now = self.now
         last = float(ends[-1])
         total = last - now
@@ -728,7 +757,7 @@ class Simulator:
         for n, _ in chunk_spec:
             prefill_tokens += n
         self.steps.append(
-            StepRecord(now, total, nd, prefill_tokens, len(self.running), len(self.waiting), kv_used, k, batch_at(0), batch_at(k - 1))
+            StepRecord(now, total, nd, prefill_tokens, len(self.running), len(self.waiting), kv_used, k, first_batch, last_batch)
         )
         g_last = self.step_count + k - 1
         self.step_count += k
@@ -741,7 +770,8 @@ class Simulator:
         if decodes:
             first = float(ends[0])
             joins = self.itl_joins
-            self.itl_stretches.append((ends, nd))
+            if k > 1:
+                self.itl_stretches.append((durations[1:], nd))  # the gaps between the stretch's tokens
             for r in decodes:
                 c = r.num_computed + k
                 r.num_computed = c

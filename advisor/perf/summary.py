@@ -30,14 +30,13 @@ def itl_gaps(done: list[SimRequest], result: SimResult | None = None) -> tuple[n
         sampled = [r for r in result.requests if r.token_segments]
         if len(sampled) == len(done) and all(r.finish is not None and r.rejected is None for r in sampled):
             joins = np.asarray(result.itl_joins, dtype=float)
-            stretches = [(ends, count) for ends, count in result.itl_stretches if ends.size > 1]
+            stretches = result.itl_stretches
             if not stretches:
                 return joins, np.ones(joins.size, dtype=np.int64)
-            # All stretches' end times in one array: its diffs, less those across two stretches.
-            sizes = np.array([ends.size for ends, _ in stretches])
-            diffs = np.delete(np.diff(np.concatenate([ends for ends, _ in stretches])), np.cumsum(sizes)[:-1] - 1)
-            counts = np.repeat(np.array([count for _, count in stretches], dtype=np.int64), sizes - 1)
-            return np.concatenate((joins, diffs)), np.concatenate((np.ones(joins.size, dtype=np.int64), counts))
+            sizes = np.array([gaps.size for gaps, _ in stretches])
+            counts = np.repeat(np.array([count for _, count in stretches], dtype=np.int64), sizes)
+            gaps = np.concatenate([joins] + [gaps for gaps, _ in stretches])
+            return gaps, np.concatenate((np.ones(joins.size, dtype=np.int64), counts))
     shared: dict[int, list] = {}
     joins: list[float] = []
     for r in done:
@@ -67,13 +66,15 @@ def itl_gaps(done: list[SimRequest], result: SimResult | None = None) -> tuple[n
 def weighted_distribution(values: np.ndarray, weights: np.ndarray, unit: str) -> Distribution | None:
     """``Distribution.from_samples`` of the samples ``values`` repeated ``weights`` times, without
     repeating them: the same linear-interpolation percentiles as numpy's default, population std."""
-    keep = weights > 0
-    values, weights = np.asarray(values, dtype=float)[keep], weights[keep]
+    values = np.asarray(values, dtype=float)
+    if values.size and weights.min() <= 0:
+        keep = weights > 0
+        values, weights = values[keep], weights[keep]
     if values.size == 0:
         return None
     if np.all(weights == 1):
         return Distribution.from_samples(values, unit)
-    order = np.argsort(values)  # quantiles need the order, not stability (the stable sort is 5x slower)
+    order = np.argsort(values, kind="stable")  # timsort: the gaps come in monotone runs (a stretch each)
     v, w = values[order], weights[order]
     cum = np.cumsum(w)
     n = int(cum[-1])
