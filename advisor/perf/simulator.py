@@ -101,7 +101,7 @@ class Workload:
     seed: int = 0
 
 
-@dataclass
+@dataclass(slots=True)
 class SimRequest:
     rid: int
     prompt_len: int
@@ -150,7 +150,7 @@ class SimRequest:
         return out
 
 
-@dataclass
+@dataclass(slots=True)
 class StepRecord:
     start: float
     duration: float

@@ -68,6 +68,14 @@ def model_costs(model: ModelSpec, tp: int, weight_bpp: float, kv_bytes_per_param
     def prefill_attn(context_len: int) -> float:
         return model.attention_flops_per_token(context_len, mla_absorbed=False) / tp
 
+    if not model.sliding_window:
+        # Without a sliding window the FLOPs are proportional to the context: one multiplication
+        # per chunk instead of a call into the catalog (the simulator asks for it at every event).
+        per_token = prefill_attn(1 << 20) / (1 << 20)
+
+        def prefill_attn(context_len: int) -> float:  # noqa: F811
+            return per_token * context_len
+
     if model.attention == "mla":
         qk_v = model.qk_nope_head_dim + model.qk_rope_head_dim + model.v_head_dim  # type: ignore[operator]
     else:
