@@ -54,3 +54,27 @@ def test_events_fold_steps_and_preemptions_happen():
     assert sum(s.count for s in fast.steps) == len(ref.steps)
     assert ref.total_preemptions > 0 and fast.total_preemptions == ref.total_preemptions
     assert any(s.count > 1 and s.prefill_tokens for s in fast.steps)  # mixed steps are folded too
+
+
+def test_weighted_itl_summary_equals_numpy_on_the_expanded_gaps():
+    """The ITL distribution is summarised from (gap, multiplicity) pairs; expanded, numpy must give
+    the same count, mean, std, min, max and linear percentiles."""
+    import numpy as np
+
+    from vllm_advisor.perf.simulator import simulate
+    from vllm_advisor.perf.summary import itl_gaps, weighted_distribution
+    from vllm_advisor.schema import Distribution
+
+    case = next(c for c in CASES if c.name == "dense-63k-c40-kv-bound")
+    em = case.engine()
+    result = simulate(em.limits, em.step, case.workload())
+    values, weights = itl_gaps(result.finished(), result)
+    assert weights.max() > 1  # stretches shared by several requests
+    fast = weighted_distribution(values, weights, "s")
+    slow = Distribution.from_samples(np.repeat(values, weights), "s")
+    assert fast.count == slow.count
+    for field in ("mean", "median", "std", "min", "max"):
+        assert getattr(fast, field) == pytest.approx(getattr(slow, field), rel=1e-12), field
+    assert fast.percentiles.keys() == slow.percentiles.keys()
+    for key, value in slow.percentiles.items():
+        assert fast.percentiles[key] == pytest.approx(value, rel=1e-12), key

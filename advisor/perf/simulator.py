@@ -512,7 +512,10 @@ class Simulator:
         same tokens in the same order, so the token budget left for the waiting queue is the same,
         and the admission that stopped in the first step stops again (the queue's head is the same,
         free blocks only shrink, the running count is fixed). A preemption in the first step leaves
-        the next step's admission undecided, so it ends the stretch at once.
+        the next step's admission undecided, so it ends the stretch at once. A change to
+        ``_schedule`` that makes a step's schedule depend on anything else (the clock, a step
+        counter, the tokens computed so far beyond what is checked here) must be mirrored here:
+        ``tests/test_simulator_events.py`` compares both paths and will say so.
         """
         if self.mode == "steps" or self._preempted_in_step or not scheduled:
             return 1, [], []
