@@ -78,3 +78,11 @@ def test_weighted_itl_summary_equals_numpy_on_the_expanded_gaps():
     assert fast.percentiles.keys() == slow.percentiles.keys()
     for key, value in slow.percentiles.items():
         assert fast.percentiles[key] == pytest.approx(value, rel=1e-12), key
+
+
+def test_events_match_steps_on_random_configurations():
+    """40 seeded random combinations of the scheduler's knobs (see ``sim_matrix.random_cases``)."""
+    from sim_matrix import random_cases
+
+    for case in random_cases(seed=17, count=40):
+        _check(case)
