@@ -41,11 +41,13 @@ def draw_curve(points: list[CurvePoint], knee: Knee | None, path: Path, *, subje
         labels.append(line.get_label())
     if knee is not None and knee.first_queued is not None:
         ax.axvline(knee.first_queued, color="black", linestyle="--", linewidth=1)
-        ax.annotate(
+        from matplotlib.transforms import blended_transform_factory
+
+        ax.text(  # at the foot of the knee's line, clear of the curves
+            knee.first_queued * 1.06,
+            0.04,
             f"knee: ~{knee.running_plateau:.1f} running ({knee.limit.replace('_', ' ')})",
-            xy=(knee.first_queued, knee.running_plateau),
-            xytext=(6, 10),
-            textcoords="offset points",
+            transform=blended_transform_factory(ax.transData, ax.transAxes),
             fontsize=9,
         )
     ax.legend(handles, labels, fontsize=8, loc="upper left", framealpha=0.9)
