@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from vllm_advisor.perf.catalog import get_model, list_models
-from vllm_advisor.perf.efficiency import SOURCED_FIELDS, Efficiency, shipped_calibration
+from vllm_advisor.perf.efficiency import ENGINE_FIELDS, SOURCED_FIELDS, Efficiency, default_efficiency, shipped_calibration, shipped_engine_fit
 from vllm_advisor.perf.kernels import Peak, gemm_seconds
 from vllm_advisor.perf.layer_shapes import layer_shapes
 from vllm_advisor.perf.predict import build_engine_model
@@ -119,7 +119,15 @@ def test_defaults_are_the_shipped_fit_and_sourced_terms_stay_sourced():
     for key, value in cal.values().items():
         assert getattr(eff, key) == value, key
     assert not set(SOURCED_FIELDS) & set(cal.values())
-    assert (eff.step_overhead_ms, eff.per_seq_overhead_us, eff.allreduce_latency_us) == (2.0, 10.0, 15.0)
+    assert (eff.allreduce_latency_us, eff.eff_comm, eff.eager_launch_us_per_layer) == (15.0, 0.70, 60.0)
+    # vLLM's own costs: fitted to real vLLM 0.26.0 runs (issue 18) for that release and later; the
+    # sourced values stay for an older or unknown version.
+    fit = shipped_engine_fit()
+    for key in ENGINE_FIELDS:
+        assert getattr(eff, key) == fit.values[key], key
+    assert default_efficiency("0.26.0", False) == eff
+    old = default_efficiency(None, True)
+    assert (old.step_overhead_ms, old.per_seq_overhead_us, old.decode_graph_factor, old.mixed_step_factor) == (2.0, 10.0, 1.0, 1.0)
     assert cal.gpu == "H200-SXM" and cal.software["torch"] == "2.11.0+cu130" and cal.measured_utc.startswith("2026-12-02")
     assert cal.sources == ["benchmarks/gpu/data/nvidia-h200.csv", "benchmarks/gpu/data/nvidia-h200_repeat.csv"]
     # Physical: no efficiency above the datasheet; FA3-class prefill about twice torch's FA2.

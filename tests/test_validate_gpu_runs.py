@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from advisor.cli.main import cli
-from advisor.perf.validation import measured_figures, validate_runs
-from advisor.schema.validation import FIGURES
+from vllm_advisor.cli.main import cli
+from vllm_advisor.perf.validation import measured_figures, validate_runs
+from vllm_advisor.schema.validation import FIGURES
 
 RUNS = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu" / "runs" / "2026-12-03-h200-vllm0.26"
 
@@ -96,3 +96,32 @@ def test_bad_input_is_one_line(tmp_path):
     (tmp_path / "results.json.gz").write_bytes(b"nope")
     res = runner.invoke(cli, ["validate", str(tmp_path / "results.json.gz")])
     assert res.exit_code == 3 and "not a readable results file" in res.output
+
+
+def test_held_out_errors_meet_the_issue_bars_and_match_the_catalog(report):
+    """The shipped fit of vLLM's own costs (catalog/vllm-h200.yaml), judged on runs it was not fitted
+    to: TPOT, output throughput and E2E within 10% (median absolute), TTFT p50 within 15%, KV cache
+    size within 3%; and the catalog's recorded hold-out errors are what validate computes now."""
+    from vllm_advisor.perf.efficiency import shipped_engine_fit
+
+    held = {s.figure: s for s in report.summary if s.split == "holdout"}
+    bars = {"tpot_p50": 0.10, "output_throughput": 0.10, "e2e_p50": 0.10, "ttft_p50": 0.15, "kv_cache_tokens": 0.03}
+    for fig, bar in bars.items():
+        assert held[fig].median_abs_error <= bar, (fig, held[fig])
+    assert all(abs(k.error) <= 0.03 for k in report.kv_cache)
+    fit = shipped_engine_fit()
+    assert set(fit.fit_runs) == {p.run for p in report.points if p.split == "fit"}
+    for fig, value in fit.holdout_error.items():
+        assert held[fig].median_abs_error == pytest.approx(value, abs=6e-4), fig
+
+
+def test_the_fit_is_what_closes_the_gap():
+    """With vLLM's own costs as they were before the real-vLLM runs (sourced overheads, no graph
+    factors), TPOT is a third too high at low load: the fitted terms, not luck, meet the bar."""
+    from vllm_advisor.perf.efficiency import PRE_FIT_ENGINE_VALUES, Efficiency
+
+    before = validate_runs(RUNS, efficiency=Efficiency().model_copy(update=PRE_FIT_ENGINE_VALUES))
+    held = {s.figure: s for s in before.summary if s.split == "holdout"}
+    assert held["tpot_p50"].median_abs_error > 0.2 and held["tpot_p50"].median_signed_error > 0.2
+    c1 = next(p for p in before.points if p.run == "qwen14b-b8192" and p.point == "c1-in2k")
+    assert next(f for f in c1.figures if f.figure == "tpot_p50").error > 0.25

@@ -13,10 +13,14 @@ Two kinds of parameter live here, and the difference matters when reading a pred
 
   - ``allreduce_latency_us`` 15 / ``eff_comm`` 0.70: NCCL small-message all-reduce latency on
     NVLink is ~10-20 µs; bus bandwidth ~70% of link peak for MB-sized messages (nccl-tests).
-  - ``step_overhead_ms`` 2.0, ``per_seq_overhead_us`` 10: vLLM V1 scheduling + sampling + input
-    preparation per step (profiles in vLLM's V1 blog,
-    https://blog.vllm.ai/2025/01/27/v1-alpha-release.html).
   - ``eager_launch_us_per_layer`` 60: without CUDA graphs each layer launches ~10-15 kernels at ~5 µs.
+
+- **Fitted to a real vLLM server** (what torch's kernels cannot show: vLLM's visible per-step host
+  cost, the CUDA-graph decode step, the torch.compile'd mixed prefill+decode step): fitted by
+  ``benchmarks/gpu/fit_vllm_costs.py`` on end-to-end runs of vLLM 0.26.0 on an H200 and shipped as
+  ``catalog/vllm-h200.yaml`` with its source runs and hold-out errors (``vllm-advisor validate``).
+  ``step_overhead_ms`` and ``per_seq_overhead_us`` were sourced (2.0 ms, 10 µs from vLLM's V1 blog)
+  before those runs existed.
 
 The formulas that use the measured parameters are in :mod:`.kernels`; what each parameter means is
 in its field description.
@@ -35,6 +39,8 @@ from .catalog import GpuSpec
 
 #: The shipped calibration, next to the GPU datasheets it is scaled by.
 CALIBRATION_FILE = "kernels-h200.yaml"
+#: vLLM's own costs, fitted to end-to-end runs of a real server (issue 18).
+ENGINE_FIT_FILE = "vllm-h200.yaml"
 
 
 class HoldoutError(BaseModel):
@@ -103,6 +109,39 @@ def shipped_calibration() -> KernelCalibration:
     return KernelCalibration(**yaml.safe_load(text))
 
 
+class EngineFit(BaseModel):
+    """The shipped fit of vLLM's own costs to a real server's end-to-end runs (``catalog/vllm-h200.yaml``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    engine: str
+    gpu: str
+    measured_utc: str
+    fitted: str
+    runs: str = Field(description="folder of the source runs (benchmarks/gpu/vllm_e2e.py results)")
+    fit_runs: list[str]
+    holdout_runs: list[str]
+    split_rule: str
+    script: str
+    objective: str
+    values: dict[str, float]
+    fit_error: dict[str, float] = Field(default_factory=dict, description="median |predicted / measured - 1| per figure, fit points")
+    holdout_error: dict[str, float] = Field(default_factory=dict, description="the same on held-out points")
+    notes: list[str] = Field(default_factory=list)
+
+
+@functools.cache
+def shipped_engine_fit() -> EngineFit:
+    """vLLM's own per-step costs as fitted to real vLLM runs (``catalog/vllm-h200.yaml``)."""
+    text = resources.files(f"{__package__}.catalog").joinpath(ENGINE_FIT_FILE).read_text(encoding="utf-8")
+    return EngineFit(**yaml.safe_load(text))
+
+
+def _engine(name: str, description: str) -> Any:
+    """A field whose default is fitted to a real vLLM server."""
+    return Field(default_factory=lambda: shipped_engine_fit().values[name], description=description)
+
+
 def _measured(name: str, description: str) -> Any:
     """A field whose default is the shipped fitted value."""
     return Field(default_factory=lambda: shipped_calibration().values()[name], description=description)
@@ -156,12 +195,59 @@ class Efficiency(BaseModel):
     # --- sourced, not measured -------------------------------------------------------------------------
     eff_comm: float = Field(0.70, description="all-reduce bus bandwidth fraction of link peak (sourced)")
     allreduce_latency_us: float = Field(15.0, description="NCCL all-reduce latency per call, µs (sourced)")
-    step_overhead_ms: float = Field(2.0, description="vLLM's per-step CPU work: scheduling, input preparation, sampling (sourced)")
-    per_seq_overhead_us: float = Field(10.0, description="vLLM's per-step cost per scheduled request, µs (sourced)")
+    # --- fitted to a real vLLM server (catalog/vllm-h200.yaml) ----------------------------------------
+    step_overhead_ms: float = _engine("step_overhead_ms", "vLLM's per-step host time not hidden behind the GPU: scheduling, input preparation, sampling (fitted)")
+    per_seq_overhead_us: float = _engine("per_seq_overhead_us", "vLLM's per-step host time per scheduled request (output processing, detokenisation, streaming), µs (fitted)")
+    prefill_request_overhead_ms: float = _engine(
+        "prefill_request_overhead_ms", "vLLM's host time per request whose prefill starts in a step (request intake, KV allocation, first-token output), ms (fitted)"
+    )
+    decode_graph_factor: float = _engine(
+        "decode_graph_factor", "a decode-only step replayed as a CUDA graph of torch.compile'd kernels takes this multiple of the kernels timed one by one (fitted)"
+    )
+    mixed_step_factor: float = _engine(
+        "mixed_step_factor", "a step with prefill tokens (piecewise graphs, FA3 varlen) takes this multiple of the kernels timed one by one (fitted)"
+    )
     eager_launch_us_per_layer: float = Field(60.0, description="kernel launches per layer without CUDA graphs, µs (sourced)")
 
 
 #: Fields whose defaults are not measured by the torch sweep.
-SOURCED_FIELDS = ("eff_comm", "allreduce_latency_us", "step_overhead_ms", "per_seq_overhead_us", "eager_launch_us_per_layer")
+SOURCED_FIELDS = ("eff_comm", "allreduce_latency_us", "eager_launch_us_per_layer")
+#: What the engine fields were before the fit (sourced overheads, no graph factors): kept for vLLM
+#: versions older than the one measured, or not given, whose host path and graphs may differ.
+PRE_FIT_ENGINE_VALUES = {"step_overhead_ms": 2.0, "per_seq_overhead_us": 10.0, "prefill_request_overhead_ms": 0.0, "decode_graph_factor": 1.0, "mixed_step_factor": 1.0}
 
-__all__ = ["CALIBRATION_FILE", "ComponentFit", "Efficiency", "HoldoutError", "KernelCalibration", "SOURCED_FIELDS", "shipped_calibration"]
+
+def engine_fit_applies(vllm_version: str | None, version_assumed: bool) -> bool:
+    """The fitted engine terms describe the vLLM release that was measured (and later ones, until
+    measured otherwise); an older or unknown version keeps the sourced terms."""
+    from .defaults import parse_version
+
+    mine, measured = parse_version(vllm_version), parse_version(shipped_engine_fit().engine.split()[1])
+    return not version_assumed and mine is not None and measured is not None and mine >= measured
+
+
+def default_efficiency(vllm_version: str | None, version_assumed: bool) -> "Efficiency":
+    """The shipped parameters for a deployment of this vLLM version (see :func:`engine_fit_applies`)."""
+    eff = Efficiency()
+    return eff if engine_fit_applies(vllm_version, version_assumed) else eff.model_copy(update=PRE_FIT_ENGINE_VALUES)
+
+
+#: Fields fitted to a real vLLM server's end-to-end runs (issue 18).
+ENGINE_FIELDS = ("step_overhead_ms", "per_seq_overhead_us", "prefill_request_overhead_ms", "decode_graph_factor", "mixed_step_factor")
+
+__all__ = [
+    "CALIBRATION_FILE",
+    "ENGINE_FIELDS",
+    "ENGINE_FIT_FILE",
+    "PRE_FIT_ENGINE_VALUES",
+    "default_efficiency",
+    "engine_fit_applies",
+    "ComponentFit",
+    "Efficiency",
+    "EngineFit",
+    "HoldoutError",
+    "KernelCalibration",
+    "SOURCED_FIELDS",
+    "shipped_calibration",
+    "shipped_engine_fit",
+]

@@ -17,6 +17,7 @@ from .catalog import GpuSpec, ModelSpec, get_gpu, get_model
 from .defaults import ResolvedConfig, resolve_engine_config
 from .memory import MemoryEstimate, MemoryParams, estimate_memory, kv_dtype_bytes, weight_bytes_per_param
 from .simulator import SchedulerLimits, SimResult, StepBatch, Workload, simulate
+from .efficiency import default_efficiency
 from .step_time import Efficiency, StepTimeModel, model_costs
 from .summary import sim_to_run
 
@@ -110,6 +111,8 @@ def build_engine_model(
         interconnect = gpu.pcie_bw_gbs if hasattr(gpu, "pcie_bw_gbs") else 25.0
         notes.append("interconnect given as PCIe: the all-reduce uses PCIe bandwidth")
     compute = "fp8" if (quant or "").startswith("fp8") else "bf16"
+    if efficiency is None:  # vLLM's own costs as fitted to the measured release, or sourced for others
+        efficiency = default_efficiency(cfg.vllm_version, cfg.version_assumed)
     step = StepTimeModel(costs, gpu, tp=tp, compute_dtype=compute, enforce_eager=cfg.enforce_eager, efficiency=efficiency, interconnect_gbs=interconnect)
     return EngineModel(model=model, gpu=gpu, config=cfg, memory=mem, step=step, num_gpus=num_gpus, replicas=replicas, notes=notes)
 

@@ -19,13 +19,20 @@ applied to any GPU's datasheet peak TFLOP/s and bandwidth:
 - The four parts above are multiplied by ``sustained_factor``: a layer's kernels back to back
   measured a few percent slower than the sum of each timed alone.
 
-vLLM's own per-step costs are separate, named terms that the torch measurements do not cover, with
-sourced values (see :mod:`.efficiency`):
+vLLM's own per-step costs are separate, named terms that the torch measurements do not cover (see
+:mod:`.efficiency`):
 
-- ``comm``: tensor parallelism all-reduces the hidden state twice per layer: ring all-reduce of
-  ``tokens x hidden x 2`` bytes, ``2 (tp-1)/tp`` of it over each link, plus a per-call latency.
-- ``overhead``: vLLM's fixed per-step CPU work (scheduling, input preparation, sampling) plus a small
-  per-sequence term; with ``enforce_eager`` also a kernel-launch cost per layer.
+- ``comm`` (sourced): tensor parallelism all-reduces the hidden state twice per layer: ring
+  all-reduce of ``tokens x hidden x 2`` bytes, ``2 (tp-1)/tp`` of it over each link, plus a per-call latency.
+- ``overhead`` (fitted to real vLLM 0.26.0 runs, ``catalog/vllm-h200.yaml``): the per-step host time
+  that is not hidden behind the GPU, a per-scheduled-request term, and a term per request whose
+  prefill starts in the step (first chunk at depth 0: request intake, KV allocation, first-token
+  output; a prefix-cache hit starts deeper and is not counted); with ``enforce_eager`` also a kernel-launch
+  cost per layer (sourced).
+- Graphs and compilation (fitted likewise): a decode-only step is replayed as a CUDA graph of
+  torch.compile'd (fused) kernels, so its kernel parts take ``decode_graph_factor`` times the
+  kernels timed one by one; a step that carries prefill tokens runs piecewise graphs around FA3's
+  varlen attention and takes ``mixed_step_factor`` times. With ``enforce_eager`` neither applies.
 """
 
 from __future__ import annotations
@@ -38,7 +45,7 @@ from pydantic import BaseModel
 
 from ..errors import UsageError
 from .catalog import GpuSpec, ModelSpec
-from .efficiency import SOURCED_FIELDS, Efficiency, shipped_calibration
+from .efficiency import ENGINE_FIELDS, PRE_FIT_ENGINE_VALUES, SOURCED_FIELDS, Efficiency, shipped_calibration, shipped_engine_fit
 from .kernels import Peak, decode_attention_seconds, gemm_seconds, grouped_gemm_seconds, prefill_attention_seconds
 from .layer_shapes import LayerShapes, layer_shapes
 from .simulator import StepBatch
@@ -168,8 +175,24 @@ class StepTimeModel:
         out = {part: measured for part in ("gemm", "attn_decode", "attn_prefill", "lm_head")}
         out["attn_prefill"] += " (FA3-class: cuDNN sm90 parameters, depth behaviour checked on torch flash)"
         out.update(SOURCED_BASIS)
+        fit = shipped_engine_fit()
+        release = fit.engine.split(" (")[0]
+        if any(getattr(self.eff, k) != PRE_FIT_ENGINE_VALUES[k] for k in ENGINE_FIELDS):
+            out["overhead"] = (
+                f"fitted to real {fit.engine} on {fit.gpu} (runs {', '.join(fit.fit_runs)}; held out: {', '.join(fit.holdout_runs)}): "
+                "visible host time per step, per scheduled request and per starting prefill"
+                + ("" if not self.enforce_eager else "; + sourced kernel launches per layer (eager)")
+            )
+            if not self.enforce_eager:
+                for part in ("gemm", "attn_decode", "attn_prefill", "lm_head"):
+                    out[part] += f"; x decode_graph_factor / mixed_step_factor fitted to real {release}"
+            engine_changed = [k for k in ENGINE_FIELDS if getattr(self.eff, k) != fit.values.get(k)]
+            if engine_changed:
+                out["overhead"] += f"; adjusted from the shipped fit: {', '.join(engine_changed)}"
+        else:
+            out["overhead"] += f"; the fit to real {release} applies to that release and later, not to an older or unknown version"
         if sourced_changed:
-            out["overhead"] += f"; changed: {', '.join(sourced_changed)}"
+            out["comm"] += f"; changed: {', '.join(sourced_changed)}"
         return out
 
     def _experts_touched(self, tokens: int) -> float:
@@ -257,11 +280,19 @@ class StepTimeModel:
             per_call = eff.allreduce_latency_us * 1e-6 + msg * 2.0 * (self.tp - 1) / self.tp / (self.link_bw * eff.eff_comm)
             comm = 2 * layers * per_call
         lm_head = self._lm_head_seconds(batch.num_decodes + len(batch.prefill_chunks))
-        overhead = eff.step_overhead_ms * 1e-3 + eff.per_seq_overhead_us * 1e-6 * (batch.num_decodes + len(batch.prefill_chunks))
+        n_chunks = len(batch.prefill_chunks)
+        starts = sum(1 for _, depth in batch.prefill_chunks if depth == 0)
+        overhead = eff.step_overhead_ms * 1e-3 + eff.per_seq_overhead_us * 1e-6 * (batch.num_decodes + n_chunks) + eff.prefill_request_overhead_ms * 1e-3 * starts
         if self.enforce_eager:
             overhead += eff.eager_launch_us_per_layer * 1e-6 * layers
-        kernels_ms = eff.sustained_factor * 1e3
+        kernels_ms = eff.sustained_factor * 1e3 * self._graph_factor(bool(batch.prefill_chunks))
         return (gemm * kernels_ms, attn_decode * kernels_ms, attn_prefill * kernels_ms, comm * 1e3, lm_head * kernels_ms, overhead * 1e3)
+
+    def _graph_factor(self, has_prefill: bool) -> float:
+        """How vLLM's CUDA graphs and torch.compile change the kernels' time (1 when eager)."""
+        if self.enforce_eager:
+            return 1.0
+        return self.eff.mixed_step_factor if has_prefill else self.eff.decode_graph_factor
 
     def __call__(self, batch: StepBatch) -> float:
         gemm, attn_decode, attn_prefill, comm, lm_head, overhead = self._parts_ms(batch)
@@ -297,6 +328,8 @@ class CostPlan:
             [sum(chunk * c.prefill_attn_flops(int(depth + chunk / 2)) for chunk, depth in b.prefill_chunks) / layers for b in batches], dtype=float
         )
         self.max_chunk = np.array([max((chunk for chunk, _ in b.prefill_chunks), default=0) for b in batches], dtype=float)
+        self.has_prefill = np.array([bool(b.prefill_chunks) for b in batches], dtype=bool)
+        self.starts = np.array([sum(1 for _, depth in b.prefill_chunks if depth == 0) for b in batches], dtype=np.int64)
         self.uniq_tokens, self.tokens_at = np.unique(self.tokens, return_inverse=True)
         self.uniq_rows, self.rows_at = np.unique(self.seqs, return_inverse=True)
 
@@ -322,9 +355,9 @@ class CostPlan:
         if m.tp > 1:
             msg = self.tokens * c.hidden_size * 2.0
             comm = 2 * layers * (eff.allreduce_latency_us * 1e-6 + msg * 2.0 * (m.tp - 1) / m.tp / (m.link_bw * eff.eff_comm))
-        overhead = eff.step_overhead_ms * 1e-3 + eff.per_seq_overhead_us * 1e-6 * self.seqs
+        overhead = eff.step_overhead_ms * 1e-3 + eff.per_seq_overhead_us * 1e-6 * self.seqs + eff.prefill_request_overhead_ms * 1e-3 * self.starts
         if m.enforce_eager:
             overhead = overhead + eff.eager_launch_us_per_layer * 1e-6 * layers
-        kernels_ms = eff.sustained_factor * 1e3
+        kernels_ms = eff.sustained_factor * 1e3 * np.where(self.has_prefill, m._graph_factor(True), m._graph_factor(False))
         total_ms = gemm * kernels_ms + attn_decode * kernels_ms + attn_prefill * kernels_ms + comm * 1e3 + lm_head * kernels_ms + overhead * 1e3
         return np.where(self.tokens > 0, total_ms / 1e3, 0.0)
