@@ -248,8 +248,10 @@ class StepTimeModel:
     def affine_in_context(self) -> bool:
         """Whether a step's time is affine in its context lengths at a fixed batch shape (decode
         attention reads the context, prefill attention is linear in the chunk's depth). A sliding
-        window caps the context it reads, so it is not; the simulator then checks each stretch."""
-        return not self.c.has_sliding_window
+        window caps the context it reads, so it is not; the simulator then checks each stretch. The
+        host time of a request whose prefill starts (a chunk at depth 0) is a step in the depth, not
+        affine either: with that term the simulator checks each stretch too."""
+        return not self.c.has_sliding_window and not self.eff.prefill_request_overhead_ms
 
     def breakdown(self, batch: StepBatch) -> StepBreakdown:
         gemm, attn_decode, attn_prefill, comm, lm_head, overhead = self._parts_ms(batch)
