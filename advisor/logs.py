@@ -55,10 +55,13 @@ CREATE INDEX IF NOT EXISTS runs_command_time ON runs (command, time);
 
 #: Values that are credentials whatever they are called.
 _SECRET_PATTERNS: list[tuple[re.Pattern[str], str]] = [
-    (re.compile(r"(?i)\b(bearer)\s+[A-Za-z0-9._~+/=-]{8,}"), r"\1 " + REDACTED),
+    # "Bearer abc.def": any value after the scheme word, however short, except the prose around it
+    (re.compile(r"(?i)\b(bearer)\s+(?!(?:tokens?|auth\w*|header|scheme|\[redacted\])\b)[A-Za-z0-9._~+/=-]{3,}"), r"\1 " + REDACTED),
     (re.compile(r"(?i)\b(authorization\s*[:=]\s*)(?!bearer\b)\S{8,}"), r"\1" + REDACTED),
     (re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{8,}"), REDACTED),
-    (re.compile(r"\bhf_[A-Za-z0-9]{20,}"), REDACTED),
+    # Hugging Face tokens (hf_ + 34 letters and digits), also shortened ones (hf_XXXX) as long as they
+    # hold an upper-case letter or a digit: hf_transfer, hf_overrides are names, not tokens
+    (re.compile(r"\bhf_(?=[A-Za-z0-9]*[A-Z0-9])[A-Za-z0-9]{4,}\b"), REDACTED),
     (re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"), REDACTED),
     (re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), REDACTED),
     (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), REDACTED),

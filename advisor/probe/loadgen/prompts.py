@@ -24,6 +24,7 @@ _CONSONANTS = "bcdfghklmnprstvz"
 _VOWELS = "aeiou"
 #: attempts to hit the length exactly before settling for the closest prompt
 _MAX_ATTEMPTS = 8
+_MAX_GROWTH = 12  # texts made longer before a /tokenize whose count does not grow is given up on
 #: characters per token assumed without a tokenizer (English-like text)
 _CHARS_PER_TOKEN_GUESS = 4.0
 
@@ -69,15 +70,18 @@ class PromptBuilder:
         if response.status_code != 200:
             raise EndpointError(f"{path} answered HTTP {response.status_code}: {response.text[:200]}", source=self._root)
         try:
-            return response.json()
+            data = response.json()
         except ValueError:
             raise _NoTokenizer(f"{path} did not answer JSON") from None
+        if not isinstance(data, dict):
+            raise _NoTokenizer(f"{path} answered JSON that is not an object")
+        return data
 
     def _tokenize(self, text: str) -> list[int]:
         data = self._post("/tokenize", {"model": self._model, "prompt": text, "add_special_tokens": True})
         tokens = data.get("tokens")
-        if not isinstance(tokens, list):
-            raise _NoTokenizer("/tokenize answered without a 'tokens' list")
+        if not isinstance(tokens, list) or not all(type(t) is int for t in tokens):
+            raise _NoTokenizer("/tokenize answered without a 'tokens' list of integers")
         return tokens
 
     def _detokenize(self, tokens: list[int]) -> str:
@@ -90,7 +94,7 @@ class PromptBuilder:
     def _chat_count(self, content: str) -> int:
         data = self._post("/tokenize", {"model": self._model, "messages": [{"role": "user", "content": content}], "add_generation_prompt": True})
         count = data.get("count")
-        if not isinstance(count, int):
+        if type(count) is not int or count < 0:
             raise _NoTokenizer("/tokenize (messages) answered without a 'count'")
         return count
 
@@ -149,9 +153,13 @@ class PromptBuilder:
         words = int((target / per_word) * 1.15) + 8
         text = prefix + pseudo_words(rng, words)
         tokens = self._tokenize(text)
-        while len(tokens) < target:  # the estimate was short: add words
+        for _ in range(_MAX_GROWTH):  # the estimate was short: add words
+            if len(tokens) >= target:
+                break
             text += " " + pseudo_words(rng, int((target - len(tokens)) / per_word) + 8)
             tokens = self._tokenize(text)
+        else:
+            raise _NoTokenizer(f"/tokenize counts {len(tokens)} tokens after {_MAX_GROWTH} longer texts")
         filler = self._tokenize(" " + pseudo_words(rng, 16))
         best: tuple[str, int] | None = None
         candidate = tokens[:target]

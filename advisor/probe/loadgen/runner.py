@@ -21,6 +21,7 @@ from typing import Callable, Protocol
 import httpx
 
 from ...errors import EndpointError
+from ..http import AnswerTooLarge, bounded_async_client, bounded_client, in_daemon_thread
 from ...schema.metrics import MetricsSnapshot
 from .prompts import Prompt, PromptBuilder
 from .sampler import MetricsSampler
@@ -60,6 +61,10 @@ class LoadPoint:
     notes: list[str] = field(default_factory=list)
 
 
+#: The whole of one /v1/models, /tokenize or /detokenize answer, in seconds.
+SERVER_CALL_S = 60.0
+
+
 def auth_headers(api_key: str | None) -> dict[str, str]:
     return {"Authorization": f"Bearer {api_key}"} if api_key else {}
 
@@ -74,6 +79,10 @@ def discover_model(client: httpx.Client, root: str) -> str:
     """The first served model name from ``/v1/models`` (what ``vllm bench`` does without --model)."""
     try:
         response = client.get(f"{root}/v1/models")
+    except httpx.TimeoutException:
+        raise EndpointError("/v1/models gave no complete answer in time; pass --model", source=root) from None
+    except AnswerTooLarge as exc:
+        raise EndpointError(f"/v1/models: {exc}; pass --model", source=root) from None
     except httpx.HTTPError as exc:
         raise EndpointError(f"cannot reach the server: {type(exc).__name__}: {exc}", source=root) from None
     if response.status_code != 200:
@@ -108,14 +117,14 @@ async def run_load_point(
     url = f"{root}{endpoint_path(spec.endpoint)}"
     headers = auth_headers(spec.api_key)
     limits = httpx.Limits(max_connections=concurrency + 4, max_keepalive_connections=concurrency + 4)
-    timeout = httpx.Timeout(spec.request_timeout_s, connect=10.0)
+    timeout = httpx.Timeout(spec.request_timeout_s, connect=10.0)  # per read; the transport bounds each whole request
     records: list[RequestRecord] = []
     gaps = [0.0 if math.isinf(request_rate) else rng.expovariate(request_rate) for _ in prompts]
     semaphore = asyncio.Semaphore(concurrency)
     started_at = time.time()
     interrupted = False
 
-    async with httpx.AsyncClient(timeout=timeout, limits=limits) as client:
+    async with bounded_async_client(per_request_s=spec.request_timeout_s, timeout=timeout, limits=limits) as client:
 
         async def one(index: int, prompt: Prompt) -> None:
             async with semaphore:
@@ -185,8 +194,10 @@ async def run_sweep(
     rng = random.Random(spec.seed)
     points: list[LoadPoint] = []
     sampler = None
-    with httpx.Client(timeout=httpx.Timeout(60.0, connect=10.0), headers=auth_headers(spec.api_key)) as client:
-        model = spec.model or discover_model(client, root)
+    # /v1/models, /tokenize and /detokenize: each answer within 60 s and 32 MiB, and called from a
+    # worker thread so that Ctrl-C (a cancelled task) never waits for a stuck server
+    with bounded_client(per_request_s=SERVER_CALL_S, timeout=httpx.Timeout(SERVER_CALL_S, connect=10.0), headers=auth_headers(spec.api_key)) as client:
+        model = spec.model or await in_daemon_thread(discover_model, client, root)
         builder = PromptBuilder(client, root, model, chat=spec.endpoint == "chat")
         if spec.metrics_url:
             sampler = MetricsSampler(spec.metrics_url, spec.metrics_interval_s, bearer_token=spec.api_key,
@@ -195,7 +206,7 @@ async def run_sweep(
             for concurrency, rate in spec.load_points():
                 count = spec.prompts_for(concurrency)
                 reporter.preparing(concurrency, count, rate)
-                prompts = await asyncio.to_thread(build_prompts, builder, spec, count, rng)
+                prompts = await in_daemon_thread(build_prompts, builder, spec, count, rng)
                 point = await run_load_point(spec, concurrency, prompts, model, rng, request_rate=rate,
                                              sampler=sampler, reporter=reporter)
                 points.append(point)

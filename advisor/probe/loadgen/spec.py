@@ -25,6 +25,14 @@ def default_num_prompts(concurrency: int) -> int:
     return max(8, 4 * concurrency)
 
 
+#: Bounds of one sweep (issue 19): prompts are built and held in memory before a load point starts
+#: (about 4 bytes a token), and each in-flight request is a connection.
+MAX_CONCURRENCY = 10_000
+MAX_LEN = 10_000_000
+MAX_PROMPTS = 1_000_000
+MAX_PROMPT_TOKENS = 100_000_000
+
+
 class BenchSpec(BaseModel):
     """A sweep: the same prompt and output lengths at several concurrency levels (and request rates)."""
 
@@ -64,6 +72,14 @@ class BenchSpec(BaseModel):
             raise UsageError("--request-rate must be positive (or inf)")
         if self.num_prompts is not None and self.num_prompts <= 0:
             raise UsageError("--num-prompts must be positive")
+        for flag, value, limit in (("--concurrency", max(self.concurrencies), MAX_CONCURRENCY), ("--input-len", self.input_len, MAX_LEN),
+                                   ("--output-len", self.output_len, MAX_LEN), ("--num-prompts", self.num_prompts or 0, MAX_PROMPTS)):
+            if value > limit:
+                raise UsageError(f"{flag} {value:,} is over the {limit:,} this load generator takes")
+        worst = max(self.prompts_for(c) for c in self.concurrencies) * self.input_len
+        if worst > MAX_PROMPT_TOKENS:
+            raise UsageError(f"one load point would hold {worst:,} prompt tokens in memory (requests x --input-len), over {MAX_PROMPT_TOKENS:,}; "
+                             "lower --num-prompts or --input-len")
 
     def load_points(self) -> list[tuple[int, float]]:
         """(concurrency, request rate) of every load point, in the order they run."""

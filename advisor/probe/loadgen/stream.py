@@ -119,9 +119,9 @@ async def send_request(
                         record.token_chunks += 1
                         last = now
                 usage = data.get("usage")
-                if usage:
-                    record.output_tokens = usage.get("completion_tokens", record.output_tokens)
-                    record.prompt_tokens = usage.get("prompt_tokens", record.prompt_tokens)
+                if isinstance(usage, dict):
+                    record.output_tokens = _count(usage.get("completion_tokens"), record.output_tokens)
+                    record.prompt_tokens = _count(usage.get("prompt_tokens"), record.prompt_tokens)
     except httpx.TimeoutException:
         record.error = f"timed out after {time.perf_counter() - start:.1f} s"
     except httpx.HTTPError as exc:
@@ -136,6 +136,14 @@ async def send_request(
     if record.output_tokens is None and record.ok:
         record.output_tokens = record.token_chunks  # no usage report: one token per chunk (vLLM streams one per step)
     return record
+
+
+def _count(value: Any, previous: int | None) -> int | None:
+    """A token count from a usage report; anything but a plausible integer keeps what was known
+    (a malformed report must not turn into a crash or a figure of -3 or 1e30 tokens)."""
+    if type(value) is int and 0 <= value < 100_000_000:
+        return value
+    return previous
 
 
 def _error_message(text: str) -> str:
