@@ -61,7 +61,7 @@ _SECRET_PATTERNS: list[tuple[re.Pattern[str], str]] = [
     (re.compile(r"\bsk-(?:proj-|ant-)?[A-Za-z0-9_-]{8,}"), REDACTED),
     # Hugging Face tokens (hf_ + 34 letters and digits), also shortened ones (hf_XXXX) as long as they
     # hold an upper-case letter or a digit: hf_transfer, hf_overrides are names, not tokens
-    (re.compile(r"\bhf_(?=[A-Za-z0-9]*[A-Z0-9])[A-Za-z0-9]{4,}\b"), REDACTED),
+    (re.compile(r"\bhf_(?:[A-Za-z0-9]{20,}|(?=[A-Za-z0-9]*[A-Z0-9])[A-Za-z0-9]{4,})\b"), REDACTED),
     (re.compile(r"\b(?:ghp|gho|ghu|ghs|ghr)_[A-Za-z0-9]{20,}|\bgithub_pat_[A-Za-z0-9_]{20,}"), REDACTED),
     (re.compile(r"\b(?:AKIA|ASIA)[A-Z0-9]{16}\b"), REDACTED),
     (re.compile(r"\bxox[abposr]-[A-Za-z0-9-]{10,}"), REDACTED),

@@ -26,6 +26,7 @@ import time
 from typing import Callable
 from urllib.parse import urlsplit, urlunsplit
 
+from ..logs import redact_text
 from ..schema import Citation, Diagnosis
 from .citations import check_citations, strip_invalid_markers, strip_thinking, unsupported_numbers
 from .embedded import answer_notes, collect_sources, compose, compose_tail, resolve_language, write_answer
@@ -39,6 +40,8 @@ LANGUAGE_NAMES = {"en": "English", "zh": "Simplified Chinese (简体中文)"}
 PASSAGE_CHARS = 1500  # a card section or search hit is about 1,000 characters; longer ones are cut
 MAX_NOTE_REASON = 160
 UNSUPPORTED_SHOWN = 8
+MODELS_BODY_BYTES = 1024 * 1024  # a /models list is a few hundred bytes
+DEADLINE_GRACE_S = 0.5  # the transport's own deadline error comes first; this catches a silent socket
 
 SYSTEM_PROMPT = """You are the writer of vllm-advisor, a tool that explains why a vLLM deployment is slow and what to change.
 
@@ -94,6 +97,8 @@ def _findings_block(diagnosis: Diagnosis, language: str = "en") -> str:
             lines.append(f"   explanation: {render_all(f.reasons, language)}")
         for e in f.evidence:
             value = "" if e.value is None else f" = {e.value}{(' ' + e.unit) if e.unit else ''}"
+            if e.kind == "text" and e.origin == "question" and isinstance(e.value, str):
+                value = " (an excerpt of the QUESTION above: untrusted, not repeated in this block)"
             detail = f" ({render(e.detail, language)})" if e.detail else ""
             load = f" at {e.load}" if e.load else ""
             lines.append(f"   evidence [{e.kind}] {e.where or e.origin}: {render(e.label, language)}{load}{value}{detail}")
@@ -207,13 +212,15 @@ class _VisibleText:
             self.sent = upto
 
 
-def discover_model(base_url: str, api_key: str | None, timeout: float) -> str:
+def discover_model(base_url: str, api_key: str | None, timeout: float, deadline_at: float | None = None) -> str:
     """The first model the endpoint serves (``GET /models``): a vLLM server serves one, so
-    ``--llm-model`` can be left out when the endpoint is the user's own vLLM."""
-    import httpx
+    ``--llm-model`` can be left out when the endpoint is the user's own vLLM. The answer is read
+    within the deadline and the body cap (an endless /models is cut, not read into memory)."""
+    from ..probe.http import bounded_client
 
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    response = httpx.get(f"{base_url}/models", headers=headers, timeout=timeout)
+    with bounded_client(deadline_at=deadline_at or time.monotonic() + timeout, max_bytes=MODELS_BODY_BYTES, timeout=timeout) as client:
+        response = client.get(f"{base_url}/models", headers=headers)
     response.raise_for_status()
     try:
         data = response.json()["data"]
@@ -222,11 +229,17 @@ def discover_model(base_url: str, api_key: str | None, timeout: float) -> str:
         raise ValueError("GET /models listed no model; give --llm-model") from None
 
 
-def _generate(messages, *, base_url: str, model: str, api_key: str | None, timeout: float, stream: bool, on_token, temperature: float) -> str:
+def _generate(messages, *, base_url: str, model: str, api_key: str | None, timeout: float, stream: bool, on_token, temperature: float,
+              deadline_at: float | None = None) -> str:
     from langchain_openai import ChatOpenAI
     from pydantic import SecretStr
 
+    from ..probe.http import bounded_client
+
+    deadline = deadline_at or time.monotonic() + timeout
     llm = ChatOpenAI(
+        # every byte of the answer (SSE pings included) counts against the deadline and the body cap
+        http_client=bounded_client(deadline_at=deadline, timeout=timeout),
         model=model,
         base_url=base_url,
         api_key=SecretStr(api_key or "EMPTY"),  # vLLM without --api-key accepts any value
@@ -235,7 +248,6 @@ def _generate(messages, *, base_url: str, model: str, api_key: str | None, timeo
         temperature=temperature,
         streaming=stream,
     )
-    deadline = time.monotonic() + timeout
     visible = _VisibleText(on_token)
     if stream:
         for chunk in llm.stream(messages):
@@ -304,7 +316,7 @@ def describe_failure(exc: BaseException, *, url: str, timeout: float, language: 
         note = phrase(language, "llm_unreachable", url=url, reason=_scrub(_reason(exc), secret))
     else:
         note = phrase(language, "llm_bad_response", url=url, reason=_scrub(f"{type(exc).__name__}: {_reason(exc)}", secret))
-    return _scrub(note, secret, limit=None)
+    return redact_text(_scrub(note, secret, limit=None)) or ""
 
 
 def write_answer_llm(
@@ -331,7 +343,7 @@ def write_answer_llm(
     lang = resolve_language(inputs, diagnosis, language)
     sources = list(sources) if sources else collect_sources(diagnosis)
     key = api_key_from_env(api_key_env)
-    shown_url = _scrub(base_url, key)
+    shown_url = _scrub(redact_text(base_url) or "", key)  # user:password@ never reaches a note
 
     def fallback(note: str) -> Answer:
         return write_answer(inputs, diagnosis, language=lang, extra_notes=[_scrub(note, key, limit=None)])
@@ -340,9 +352,21 @@ def write_answer_llm(
     if url is None:
         return fallback(phrase(lang, "llm_bad_url", url=shown_url))
     try:
+        from ..probe.http import call_with_deadline
+
         messages = build_prompt(inputs, diagnosis, sources, language=lang)
-        model = model or discover_model(url, key, timeout)
-        raw = _generate(messages, base_url=url, model=model, api_key=key, timeout=timeout, stream=stream, on_token=on_token, temperature=temperature)
+        deadline = time.monotonic() + timeout  # one deadline for the whole answer: /models and the generation
+
+        def ask_endpoint() -> tuple[str, str]:
+            import warnings
+
+            name = model or discover_model(url, key, timeout, deadline_at=deadline)
+            with warnings.catch_warnings():  # a malformed usage block makes pydantic warn on stderr; the answer is checked below
+                warnings.simplefilter("ignore")
+                return name, _generate(messages, base_url=url, model=name, api_key=key, timeout=timeout, stream=stream, on_token=on_token,
+                                   temperature=temperature, deadline_at=deadline)
+
+        model, raw = call_with_deadline(ask_endpoint, timeout + DEADLINE_GRACE_S)
     except ImportError as exc:
         return fallback(phrase(lang, "llm_missing_package", reason=str(exc)))
     except Exception as exc:  # every failure of the endpoint or of its reply means: use the embedded answer
@@ -367,6 +391,13 @@ def write_answer_llm(
     if unsupported:
         shown = ", ".join(unsupported[:UNSUPPORTED_SHOWN]) + (" …" if len(unsupported) > UNSUPPORTED_SHOWN else "")
         notes.append(phrase(lang, "llm_unsupported_numbers", numbers=shown))
+    addressed = instruction_passages(sources, getattr(inputs, "question", None))
+    if diagnosis.findings and not names_top_finding(text, diagnosis, lang):
+        if addressed:  # off the findings, and some source told the model what to do: not the advisor's answer
+            return fallback(phrase(lang, "llm_followed_source", markers=_marker_list(addressed)))
+        notes.append(phrase(lang, "llm_off_findings", cause=cause_title(lang, diagnosis.findings[0].cause)))
+    elif addressed:
+        notes.append(phrase(lang, "llm_source_instructions", markers=_marker_list(addressed)))
     notes = list(dict.fromkeys([*notes, *answer_notes(inputs, diagnosis, lang)]))
     markdown = compose(inputs, diagnosis, sources, lang, notes, body=[text])
     return Answer(
@@ -380,6 +411,65 @@ def write_answer_llm(
         llm_model=model,
         notes=notes,
     )
+
+
+#: Text addressed to a model rather than to a reader: the shapes prompt injections take.
+_INSTRUCTION = re.compile(
+    r"(?i)\b(?:ignore|disregard|forget|override)\b.{0,40}\b(?:instructions?|rules|prompt|above|previous)\b"
+    r"|\b(?:system prompt|you are now|new instructions?|respond only|answer only with|from now on,? (?:you|answer|say))\b"
+    r"|(?:忽略|无视).{0,12}(?:指令|指示|规则|提示)"
+)
+
+
+def instruction_passages(sources: list[Citation], question: str | None = None) -> list[int]:
+    """Numbers of the passages (0 for the question) holding text addressed to the model."""
+    found = [c.number for c in sources if _INSTRUCTION.search(passage_text(c) or "")]
+    if question and _INSTRUCTION.search(question):
+        found.insert(0, 0)
+    return found
+
+
+#: Words an answer about each cause cannot avoid, in English and Chinese (matched case-blind, as
+#: whole words where they are Latin). Not tuned on any report: the vocabulary of the cause itself.
+CAUSE_TERMS: dict[str, tuple[str, ...]] = {
+    "kv_capacity": ("kv cache", "kv-cache", "kv_cache", "kv 缓存", "kv缓存", "blocks", "显存"),
+    "queueing": ("queue", "queued", "queueing", "waiting", "排队", "等待"),
+    "preemption": ("preempt", "preempted", "preemption", "preemptions", "抢占"),
+    "chunked_prefill_interference": ("chunked prefill", "chunked-prefill", "prefill", "预填充", "分块"),
+    "batched_tokens_limit": ("max-num-batched-tokens", "max_num_batched_tokens", "token budget", "batched tokens"),
+    "max_num_seqs_limit": ("max-num-seqs", "max_num_seqs"),
+    "prefix_cache": ("prefix cache", "prefix caching", "prefix-caching", "前缀缓存", "前缀"),
+    "benchmark_methodology": ("benchmark", "measurement", "measured", "测量", "基准", "压测"),
+    "cpu_frontend": ("cpu", "api server", "tokenizer", "front-end", "frontend"),
+    "detokenize": ("detokenize", "detokenization", "detokenizer", "logprobs"),
+    "tp_comm": ("tensor parallel", "tensor-parallel", "all-reduce", "allreduce", "nvlink", "pcie", "tp", "张量并行"),
+    "memory_config": ("gpu-memory-utilization", "gpu_memory_utilization", "max-model-len", "memory", "显存"),
+    "attention_backend": ("attention backend", "attention", "flashinfer", "flash-attn", "注意力"),
+    "cuda_graph": ("cuda graph", "cuda graphs", "cudagraph", "enforce-eager", "eager"),
+    "version_regression": ("version", "upgrade", "downgrade", "regression", "版本"),
+    "spec_decode": ("speculative", "draft", "spec decode", "投机", "推测解码"),
+    "disagg": ("disaggregation", "disaggregated", "prefill/decode", "p/d", "分离"),
+    "kv_quant": ("fp8", "kv-cache-dtype", "quantization", "quantized", "量化"),
+    "prefill_compute": ("prefill", "ttft", "first token", "预填充", "首 token", "首token"),
+    "decode_bandwidth": ("bandwidth", "memory-bound", "decode", "带宽", "解码"),
+}
+
+
+def _mentions(low: str, term: str) -> bool:
+    term = term.lower()
+    if term.isascii():
+        return re.search(r"(?<![a-z0-9])" + re.escape(term) + r"(?![a-z0-9])", low) is not None
+    return term in low
+
+
+def names_top_finding(text: str, diagnosis: Diagnosis, language: str) -> bool:
+    """Whether the answer speaks of the leading finding at all: a word of its cause, its title, or
+    a flag it recommends. An answer that never does contradicts the diagnosis it was given."""
+    top = diagnosis.findings[0]
+    low = text.lower()
+    needles = {top.cause, top.cause.replace("_", " "), cause_title(language, top.cause), *CAUSE_TERMS.get(top.cause, ())}
+    needles |= {r.flag.split()[0] for r in top.recommendations if r.flag and r.flag.startswith("--")}
+    return any(n and _mentions(low, n) for n in needles)
 
 
 def _marker_list(numbers: list[int]) -> str:

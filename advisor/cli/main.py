@@ -8,6 +8,7 @@ set ``VLLM_ADVISOR_DEBUG=1`` for the traceback.
 from __future__ import annotations
 
 import os
+import re
 import sys
 
 import click
@@ -17,6 +18,19 @@ from ..errors import AdvisorError
 
 EXIT_INTERNAL = 70
 EXIT_INTERRUPTED = 130
+_ESCAPES = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])|[\x00-\x08\x0b-\x1f\x7f]")
+
+
+def error_line(text: str) -> str:
+    """What an error line may show: one line, no terminal escape sequences (a file's content or a
+    server's answer can carry them), and no credentials (the one redaction function of the log)."""
+    from ..logs import redact_text
+
+    return " ".join((redact_text(_ESCAPES.sub("", str(text))) or "").split())
+
+
+def _say(prefix: str, message: str) -> None:
+    click.echo(click.style(prefix, fg="red", bold=True) + error_line(message), err=True)
 
 
 class AdvisorGroup(click.Group):
@@ -29,8 +43,12 @@ class AdvisorGroup(click.Group):
             rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.Exit as exc:
             sys.exit(exc.exit_code)
+        except click.UsageError as exc:  # one line in the project's format, not click's three-line block
+            command = exc.ctx.command_path if exc.ctx is not None else "vllm-advisor"
+            _say("error: ", f"{exc.format_message()} (see '{command} --help')")
+            sys.exit(exc.exit_code)
         except click.ClickException as exc:
-            exc.show()
+            _say("error: ", exc.format_message())
             sys.exit(exc.exit_code)
         except click.exceptions.Abort:
             click.echo("interrupted", err=True)
@@ -39,17 +57,12 @@ class AdvisorGroup(click.Group):
             click.echo("interrupted", err=True)
             sys.exit(EXIT_INTERRUPTED)
         except AdvisorError as exc:
-            click.echo(click.style("error: ", fg="red", bold=True) + exc.one_line(), err=True)
+            _say("error: ", exc.one_line())
             sys.exit(exc.exit_code)
         except Exception as exc:  # a bug: say so in one line, keep the traceback for debugging
             if os.environ.get("VLLM_ADVISOR_DEBUG"):
                 raise
-            name = type(exc).__name__
-            click.echo(
-                click.style("internal error: ", fg="red", bold=True)
-                + f"{name}: {exc} (set VLLM_ADVISOR_DEBUG=1 for the traceback)",
-                err=True,
-            )
+            _say("internal error: ", f"{type(exc).__name__}: {exc} (set VLLM_ADVISOR_DEBUG=1 for the traceback)")
             sys.exit(EXIT_INTERNAL)
         sys.exit(rv if isinstance(rv, int) else 0)
 

@@ -129,6 +129,8 @@ def watch_cmd(
         raise UsageError("--duration and --interval must be positive")
     if output is None:
         output = Path(f"metrics-{time.strftime('%Y%m%d-%H%M%S')}.jsonl")
+    if output.exists():
+        raise UsageError(f"{output} exists; choose another --output (snapshots are never written over a file)")
     kwargs = _scrape_kwargs(timeout, retries, token_env, insecure, ca_bundle)
     total = max(1, int(duration // interval) + 1)
     progress = Progress(

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from ..errors import AdvisorError, UsageError
+from ..errors import EndpointError, AdvisorError, UsageError
 from .ask import elapsed_ms, record_run
 from .output import console, emit_json, json_option
 
@@ -171,6 +171,11 @@ def bench_cmd(url, input_len, output_len, concurrency, request_rate, num_prompts
         raise
     runs = runs_from_records(records, str(output))
     interrupted = any(p.interrupted for p in points) or len(points) < len(spec.load_points())
+    sent = [r for p in points for r in p.records]
+    if sent and not any(r.ok for r in sent) and not interrupted:
+        error = EndpointError(f"none of the {len(sent)} requests succeeded; first: {sent[0].error} (kept in {output})", source=server_root(url))
+        record_run("bench", enabled=not no_log, inputs=log_inputs, duration_ms=elapsed_ms(started), error=error.one_line())
+        raise error
     record_run("bench", enabled=not no_log, inputs=log_inputs, output=_log_summary(output, runs, interrupted),
                duration_ms=elapsed_ms(started))
     if as_json:

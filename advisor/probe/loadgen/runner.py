@@ -61,7 +61,7 @@ class LoadPoint:
     notes: list[str] = field(default_factory=list)
 
 
-#: The whole of one /v1/models, /tokenize or /detokenize answer, in seconds.
+#: The whole of one /v1/models, /tokenize or /detokenize answer, in seconds (or --timeout, if shorter).
 SERVER_CALL_S = 60.0
 
 
@@ -196,7 +196,8 @@ async def run_sweep(
     sampler = None
     # /v1/models, /tokenize and /detokenize: each answer within 60 s and 32 MiB, and called from a
     # worker thread so that Ctrl-C (a cancelled task) never waits for a stuck server
-    with bounded_client(per_request_s=SERVER_CALL_S, timeout=httpx.Timeout(SERVER_CALL_S, connect=10.0), headers=auth_headers(spec.api_key)) as client:
+    call_s = min(SERVER_CALL_S, spec.request_timeout_s)
+    with bounded_client(per_request_s=call_s, timeout=httpx.Timeout(call_s, connect=min(10.0, call_s)), headers=auth_headers(spec.api_key)) as client:
         model = spec.model or await in_daemon_thread(discover_model, client, root)
         builder = PromptBuilder(client, root, model, chat=spec.endpoint == "chat")
         if spec.metrics_url:

@@ -21,7 +21,6 @@ import httpx
 
 from ...errors import EndpointError
 from ...schema.metrics import MetricsSnapshot
-from ..files import max_input_bytes
 from .parse import parse_metrics_text
 
 #: environment variable holding the bearer token when none is passed explicitly
@@ -142,6 +141,8 @@ def _get_with_retries(
         except httpx.TransportError as exc:
             failure = f"connection failed ({type(exc).__name__})"
             continue
+        except httpx.TooManyRedirects:
+            raise EndpointError("redirected too many times (a redirect loop?)", source=shown) from None
         except _TooLarge as exc:
             raise EndpointError(str(exc), source=shown) from None
         if status >= 500:
@@ -172,12 +173,14 @@ class _TooLarge(Exception):
 
 
 def _get_once(http: httpx.Client, target: str, headers: dict[str, str], timeout: float) -> tuple[int, str, bytes]:
+    from ..http import max_body_bytes
+
     deadline = time.monotonic() + timeout
-    limit = max_input_bytes()
+    limit = max_body_bytes()
     with http.stream("GET", target, headers=headers, timeout=timeout) as response:
         if response.status_code >= 400:
             return response.status_code, response.headers.get("content-type", ""), b""
-        body = read_bounded(response, deadline, limit, too_large=lambda: _TooLarge(f"answer is over {limit / 1e6:.0f} MB; not a /metrics page"),
+        body = read_bounded(response, deadline, limit, too_large=lambda: _TooLarge(f"answer is over {limit / 2**20:g} MiB; not a /metrics page (VLLM_ADVISOR_MAX_HTTP_MB raises the limit)"),
                             too_slow=_TotalTimeout)
         return response.status_code, response.headers.get("content-type", ""), body
 

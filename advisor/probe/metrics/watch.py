@@ -8,6 +8,7 @@ flushed) so that :func:`~.window.compute_window` can still be run on them.
 from __future__ import annotations
 
 import math
+import os
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -33,7 +34,7 @@ def watch(
 
     A scrape that still fails after its retries is recorded as a note on the next snapshot and the
     watch goes on; if every scrape fails, :class:`EndpointError`. Ctrl-C stops early and returns what
-    was collected. ``out_path`` (JSONL, one snapshot per line) is rewritten from the start.
+    was collected. ``out_path`` (JSONL, one snapshot per line) is replaced when the watch ends (see :func:`_open_output`).
     ``on_sample(snapshot, index)`` is called after each successful sample (index from 0).
     """
     if not (interval > 0 and math.isfinite(interval)):
@@ -47,7 +48,7 @@ def watch(
     if own_client:
         client = make_client(timeout=scrape_kwargs.get("timeout", 10), verify=scrape_kwargs.get("verify", True))
 
-    out = _open_output(out_path)
+    out, partial = _open_output(out_path)
     snapshots: list[MetricsSnapshot] = []
     pending_notes: list[str] = []
     failures = 0
@@ -86,6 +87,7 @@ def watch(
     finally:
         if out is not None:
             out.close()
+            _finish_output(partial, out_path, bool(snapshots))
         if own_client:
             client.close()
 
@@ -100,12 +102,29 @@ def watch(
     return snapshots
 
 
-def _open_output(out_path: Path | None) -> IO[str] | None:
+def _open_output(out_path: Path | None) -> tuple[IO[str] | None, Path | None]:
+    """Samples go to ``.NAME.partial`` beside the target as they arrive and replace ``out_path``
+    only when the watch ends (Ctrl-C included): an existing file is never truncated by a watch that
+    then fails, and a watch killed outright leaves its samples in the ``.partial`` file."""
     if out_path is None:
-        return None
+        return None, None
+    target = Path(out_path)
+    partial = target.with_name(f".{target.name}.partial")
     try:
-        Path(out_path).parent.mkdir(parents=True, exist_ok=True)
-        return open(out_path, "w", encoding="utf-8")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        return open(partial, "w", encoding="utf-8"), partial
+    except OSError as exc:
+        raise InputFileError(f"cannot write snapshots: {exc.strerror or exc}", source=str(out_path)) from None
+
+
+def _finish_output(partial: Path | None, out_path: Path | None, any_sample: bool) -> None:
+    if partial is None or out_path is None:
+        return
+    try:
+        if any_sample:
+            os.replace(partial, out_path)
+        else:
+            partial.unlink(missing_ok=True)
     except OSError as exc:
         raise InputFileError(f"cannot write snapshots: {exc.strerror or exc}", source=str(out_path)) from None
 
