@@ -12,6 +12,7 @@ from rich.text import Text
 
 from ..errors import UsageError
 from ..schema import CaseFile, Deployment, EngineArgs
+from ..perf.efficiency import real_vllm_error
 from . import render
 from .output import console, emit, emit_json, json_option
 
@@ -179,6 +180,7 @@ def estimate(ctx, what_ifs, attachments, calibrate, plot_path, as_json, input_le
         "memory": em.memory,
         "calibration": calibration.to_dict() if calibration else {"calibrated": False, "notes": ["no measured load points: the shipped kernel parameters (measured on H200, scaled by datasheet specs to other GPUs)"]},
         "step_basis": em.step.basis(),
+        "vs_real_vllm": real_vllm_error(em.config.vllm_version, em.config.version_assumed),
         "predicted": runs,
         "measured": measured,
         "what_if": whatif.to_dict() if whatif else None,
@@ -189,7 +191,7 @@ def estimate(ctx, what_ifs, attachments, calibrate, plot_path, as_json, input_le
     }
 
     def show(_):
-        parts = [render_memory(em), render_predicted(runs, label)]
+        parts = [render_memory(em), render_predicted(runs, label), render_vs_real_vllm(data["vs_real_vllm"])]
         if measured:
             parts.append(render.bench_table(measured, "Measured load points (from the profile and attachments)"))
         if knee:
@@ -236,6 +238,20 @@ def render_memory(em) -> Group:
         ],
     )
     return Group(facts, *[Text(n, style="yellow") for n in m.notes + em.notes])
+
+
+_REAL_VLLM_FIGURES = {"ttft_p50": "TTFT p50", "ttft_p90": "TTFT p90", "tpot_p50": "TPOT p50", "itl_p50": "ITL p50", "e2e_p50": "E2E p50",
+                      "output_throughput": "output tok/s", "running_mean": "running", "waiting_mean": "waiting", "kv_cache_tokens": "KV cache size"}
+
+
+def render_vs_real_vllm(err: dict) -> Text:
+    """One line: the model's median error against real vLLM on held-out runs (catalog/vllm-h200.yaml)."""
+    figs = ", ".join(f"{_REAL_VLLM_FIGURES.get(k, k)} {v * 100:.1f}%" for k, v in err["median_abs_error_holdout"].items())
+    engine = err["engine"].split(" (")[0]
+    line = f"Held to real {engine} on one {err['gpu']} ({len(err['holdout_runs'])} held-out server runs, {err['runs']}): median |predicted/measured - 1| {figs}."
+    if not err["applies"]:
+        line += f" This deployment's vLLM version is older or unknown: the fitted {engine} costs are not used, so these errors do not carry over."
+    return Text(line, style="dim")
 
 
 def render_calibration(cal) -> Group:

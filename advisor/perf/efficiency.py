@@ -232,6 +232,20 @@ def default_efficiency(vllm_version: str | None, version_assumed: bool) -> "Effi
     return eff if engine_fit_applies(vllm_version, version_assumed) else eff.model_copy(update=PRE_FIT_ENGINE_VALUES)
 
 
+def real_vllm_error(vllm_version: str | None, version_assumed: bool) -> dict[str, Any]:
+    """How far the shipped model was from a real vLLM server on runs it was not fitted to (the
+    median absolute error per figure recorded in ``catalog/vllm-h200.yaml``), for estimate/memo."""
+    fit = shipped_engine_fit()
+    return {
+        "engine": fit.engine,
+        "gpu": fit.gpu,
+        "runs": fit.runs,
+        "holdout_runs": fit.holdout_runs,
+        "median_abs_error_holdout": dict(fit.holdout_error),
+        "applies": engine_fit_applies(vllm_version, version_assumed),
+    }
+
+
 #: Fields fitted to a real vLLM server's end-to-end runs (issue 18).
 ENGINE_FIELDS = ("step_overhead_ms", "per_seq_overhead_us", "prefill_request_overhead_ms", "decode_graph_factor", "mixed_step_factor")
 
@@ -242,6 +256,7 @@ __all__ = [
     "PRE_FIT_ENGINE_VALUES",
     "default_efficiency",
     "engine_fit_applies",
+    "real_vllm_error",
     "ComponentFit",
     "Efficiency",
     "EngineFit",
