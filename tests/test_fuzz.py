@@ -98,3 +98,17 @@ def test_workload_bounded_case(tmp_path) -> None:
     path.write_text(yaml.safe_dump(src, allow_unicode=True), encoding="utf-8")
     inputs = gather(profile=path)
     assert any(n.field == "workload.concurrency" and "less than or equal" in n.detail for n in inputs.skipped)
+
+
+def test_estimate_refuses_simulations_past_its_bounds() -> None:
+    from click.testing import CliRunner
+
+    from vllm_advisor.cli.main import cli
+
+    case = str(REPO / "examples" / "seed-qwen32b-h800-long-input.yaml")
+    for args, flag in ((["--concurrency", "100000"], "--concurrency 100,000"), (["--output-len", "2000000"], "--output-len 2,000,000"),
+                       (["--concurrency", "1..4096"], "simulation budget")):
+        start = time.monotonic()
+        result = CliRunner().invoke(cli, ["estimate", "--profile", case, *args])
+        assert result.exit_code == 2 and flag in result.stderr, result.output
+        assert time.monotonic() - start < 5

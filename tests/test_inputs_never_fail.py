@@ -113,6 +113,8 @@ def test_foreign_serve_command_flag_and_engine_note() -> None:
     assert code == 0, err
     assert any("TGI flags read as vLLM's" in n and "--max-batch-total-tokens" in n for n in data["notes"])
     assert any("engine tgi" in n for n in data["notes"])
+    assert data["engine"] == "tgi"
+    assert [s["code"] for s in data["skipped"]] == ["serve_cmd_engine"]
 
 
 def test_probe_load_stays_strict(tmp_path) -> None:

@@ -162,6 +162,8 @@ def ask(question, profile, attachments, metrics, prometheus_url, since, prom_sel
                 "similar_reports": diagnosis.similar_reports,
                 "undecided": diagnosis.undecided,
                 "notes": answer.notes,
+                "skipped": inputs.skipped,  # what was set aside: code, file, field, reason
+                "engine": inputs.deployment.engine or "vllm",  # the engine the advice is for
                 "language": answer.language,
                 "llm_used": answer.llm_used,
                 "log_id": run_id,

@@ -88,6 +88,30 @@ def _numbers(text: str | None, kind: type) -> list:
     return out
 
 
+#: An explicit estimate may simulate more than one answer does (inputs.SIM_BUDGET), still bounded.
+ESTIMATE_BUDGET_FACTOR = 4
+
+
+def check_simulation_bounds(points, input_len: int, output_len: int, num_prompts: int | None) -> None:
+    """One line naming the flag when the asked-for simulation is past what it runs in seconds."""
+    from ..diagnosis.inputs import MAX_SIM_CONCURRENCY, MAX_SIM_LEN, SIM_BUDGET, simulation_cost
+    from ..perf.predict import default_num_prompts
+
+    for flag, value in (("--input-len", input_len), ("--output-len", output_len)):
+        if value > MAX_SIM_LEN:
+            raise UsageError(f"{flag} {value:,} is over the {MAX_SIM_LEN:,} tokens the scheduler simulation takes")
+    if num_prompts is not None and not 0 < num_prompts <= 100_000:
+        raise UsageError(f"--num-prompts must be between 1 and 100,000, got {num_prompts:,}")
+    cost = 0.0
+    for p in points:
+        if p.concurrency and p.concurrency > MAX_SIM_CONCURRENCY:
+            raise UsageError(f"--concurrency {p.concurrency:,} is over the {MAX_SIM_CONCURRENCY:,} clients the scheduler simulation takes")
+        cost += simulation_cost(num_prompts or default_num_prompts(p), input_len, output_len)
+    if cost > ESTIMATE_BUDGET_FACTOR * SIM_BUDGET:
+        raise UsageError("the load points asked for are past the simulation budget (clients x requests x tokens); "
+                         "ask for fewer or smaller points, or a smaller --num-prompts")
+
+
 def resolve_workload(case: CaseFile | None, input_len, output_len, concurrency, request_rate, shared_prefix_len):
     from ..perf.predict import LoadPoint
 
@@ -145,6 +169,7 @@ def estimate(ctx, what_ifs, attachments, calibrate, plot_path, as_json, input_le
 
     dep, args, case = resolve_deployment(**kw)
     input_len, output_len, points, prefix = resolve_workload(case, input_len, output_len, concurrency, request_rate, shared_prefix_len)
+    check_simulation_bounds(points, input_len, output_len, num_prompts)
     measured = observations_to_runs(case.observations, case.source or "profile") if case else []
     for path in attachments:
         measured.extend(load_runs(path))

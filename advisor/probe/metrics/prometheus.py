@@ -454,6 +454,8 @@ class _Api:
             raise EndpointError(_connect_failure(exc, url).replace("the server", "Prometheus"), source=shown) from None
         except httpx.TransportError as exc:
             raise EndpointError(f"connection failed ({type(exc).__name__})", source=shown) from None
+        except httpx.HTTPError as exc:  # a redirect loop, an invalid URL
+            raise EndpointError(f"request failed ({type(exc).__name__})", source=shown) from None
 
 
 def _http_failure(status: int, sent_token: bool, what: str) -> str:
