@@ -10,3 +10,12 @@ try:
     __version__ = version("vllm-advisor")
 except PackageNotFoundError:  # running from a source tree that was not installed
     __version__ = "0+unknown"
+
+
+def __getattr__(name: str):
+    """``vllm_advisor.Session`` without importing the whole core at ``import vllm_advisor``."""
+    if name in ("Session", "LLMSettings"):
+        from . import session
+
+        return getattr(session, name)
+    raise AttributeError(name)

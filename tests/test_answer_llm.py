@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from vllm_advisor.answer import answer_question, attach_sources, build_prompt, write_answer_llm
+from vllm_advisor.answer import attach_sources, build_prompt, write_answer_llm
 from vllm_advisor.answer.llm import SYSTEM_PROMPT, normalize_base_url
 from vllm_advisor.diagnosis.inputs import DiagnosisInputs, gather
 from vllm_advisor.schema import Citation, Diagnosis, Evidence, Finding, Recommendation
@@ -390,16 +390,20 @@ def test_model_discovery_failure_is_a_note(server, key_env):
     assert answer.notes[0] == f"the LLM endpoint {url_of(server)} answered HTTP 503 (engine is starting); the embedded answer is shown"
 
 
-def test_answer_question_numbers_sources_then_writes(server, key_env):
-    inputs = gather(profile=SEED)
-    from vllm_advisor.diagnosis.engine import diagnose
+def test_session_numbers_sources_then_writes(server, key_env):
+    """The library Session: the same evidence answered by the embedded writer and by the LLM cites
+    the same numbered sources; the inputs are read once per session."""
+    from vllm_advisor import LLMSettings, Session
 
-    embedded = answer_question(inputs, diagnose(inputs), kb=False)
+    plain = Session(profile=SEED, kb=False)
+    embedded = plain.answer().answer
     assert not embedded.llm_used and embedded.sources and embedded.sources[0].number == 1
+    assert plain.gathered() is plain.gathered()  # parsed and modelled once
     server.behaviour.answer = "KV cache 只能放 327,120 个 token [1]。"
     tokens: list[str] = []
-    llm = answer_question(inputs, diagnose(inputs), kb=False, llm_base_url=url_of(server), llm_model="m", on_token=tokens.append)
-    assert llm.llm_used and "".join(tokens) == "KV cache 只能放 327,120 个 token [1]。"
+    result = Session(profile=SEED, kb=False, llm=LLMSettings(base_url=url_of(server), model="m")).answer(on_token=tokens.append)
+    llm = result.answer
+    assert llm.llm_used and result.streamed and "".join(tokens) == "KV cache 只能放 327,120 个 token [1]。"
     assert [s.doc_id for s in llm.sources] == [s.doc_id for s in embedded.sources]
 
 

@@ -2,7 +2,8 @@
 
 Issue 5's bar: how many requests fit in the KV cache, what the other clients are doing, why
 per-request speed halves, why 100 looks like 40, what the user's throughput formula assumes; then
-the changes with predicted effects.
+the changes with predicted effects. ``ask`` prints the short answer; the full analysis
+(``ask --full``, ``full_answer`` in ``--json``) holds every finding.
 """
 
 from __future__ import annotations
@@ -34,26 +35,26 @@ def test_answer_is_in_chinese(answer):
 
 
 def test_how_many_requests_fit_in_the_kv_cache(answer):
-    text = answer["answer"]
+    text = answer["full_answer"]
     assert "KV cache" in text and "327,120" in text  # tokens the cache holds (model)
     assert re.search(r"同时只能跑约 5\.\d 个请求", text)
 
 
 def test_what_the_other_clients_are_doing(answer):
-    assert re.search(r"其余都在排队", answer["answer"])
+    assert re.search(r"其余都在排队", answer["full_answer"])
 
 
 def test_why_per_request_speed_halves(answer):
-    text = answer["answer"]
+    text = answer["full_answer"]
     assert "分块预填充" in text and re.search(r"带预填充块的一步约 \d+ 毫秒，而纯解码一步只要 \d+ 毫秒", text)
 
 
 def test_why_100_looks_like_40(answer):
-    assert re.search(r"100 并发和 40 并发看起来差不多的原因", answer["answer"])
+    assert re.search(r"100 并发和 40 并发看起来差不多的原因", answer["full_answer"])
 
 
 def test_what_the_throughput_formula_assumes(answer):
-    text = answer["answer"]
+    text = answer["full_answer"]
     assert "40 × 22" in text and "假设 40 个客户端同时在生成" in text
 
 

@@ -97,7 +97,7 @@ def test_seed_memo_in_chinese_with_facts_table_commands_and_plots(tmp_path, seed
     md = out.read_text(encoding="utf-8")
     assert result.markdown == md and result.language == "zh" and result.seed == 4242
 
-    for heading in ("结论摘要", "部署情况", "各负载点：实测 vs 预测", "诊断结果（按可能性排序）", "建议的修改", "验证方案", "图表", "参考来源"):
+    for heading in ("结论摘要", "部署情况", "各负载点：实测与预测对比", "诊断结果（按可能性排序）", "建议的修改", "验证方案", "图表", "参考来源"):
         assert f"## {heading}" in md
     # Facts from the model, with their tags, and the assumed version
     mem = seed_inputs.engine.memory

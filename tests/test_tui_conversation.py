@@ -143,8 +143,10 @@ def test_answer_on_the_motivating_case(seed_conversation):
     assert facts["fact.requests_fit"].value == 5.1 and facts["fact.requests_fit"].label.args["length"].value == 64000
     numbers = [s.number for s in turn.sources]
     assert numbers == list(range(1, len(numbers) + 1)) and len(numbers) >= 3
-    assert "Sources" in turn.text and f"[{numbers[-1]}]" in turn.text
-    assert turn.text.rstrip().endswith(">")  # the last line is the last numbered source, with its URL
+    assert "Sources" in turn.answer.full_markdown and f"[{numbers[-1]}]" in turn.answer.full_markdown
+    assert "Sources" in turn.text and "/details" in turn.text  # the short answer; the full analysis one command away
+    assert turn.text.rstrip().endswith(">")  # the last line is the last source it cites, with its URL
+    assert turn.text.index("prefill") < turn.text.index("## What to change")  # asked why slower: the prefill-chunk stall first
 
 
 def test_a_chinese_question_gets_a_chinese_answer(seed_conversation):

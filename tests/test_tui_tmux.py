@@ -96,8 +96,8 @@ def test_motivating_question_in_a_real_terminal(terminal):
         time.sleep(0.2)
     entry = answered[0]
     assert entry.question == MOTIVATING and "## 参考来源" in entry.output
-    n_sources = len(entry.sources)
-    screen = terminal.wait_for(f"• [{n_sources}] ", timeout=10)
+    shown = sorted({int(n) for n in re.findall(r"^- \[(\d+)\]", entry.output, re.M)})  # the short answer lists the sources it cites
+    screen = terminal.wait_for(f"• [{shown[-1]}] ", timeout=10)
     # the end of the answer is its last numbered source; beside it the ranked findings with confidence
     assert "1. 测量方法本身有误导" in screen and re.search(r"█+░* \d{2}%", screen)  # the confidence the ranker gives
 
@@ -111,9 +111,42 @@ def test_motivating_question_in_a_real_terminal(terminal):
         raise AssertionError(f"{text!r} not found scrolling up:\n{terminal.screen()}")
 
     screen = scroll_up_to("参考来源")
-    assert "• [1] " in screen  # the list of sources starts at [1]
-    screen = scroll_up_to("结论")  # the start of the answer
-    assert "测量方法本身有误导" in screen
+    assert f"• [{shown[0]}] " in screen  # the list of sources it cites, in order
+    screen = scroll_up_to("结论")  # the start of the answer: what was asked, answered first
+    assert "带预填充块的一步约" in screen
 
     terminal.keys("C-q")
     terminal.wait_for("chat-exited-0", timeout=15)
+
+
+def test_first_answer_fits_a_screen_at_80_columns(tmp_path):
+    """The first answer to the motivating question, in an 80-column terminal, is at most 40 lines
+    from its heading to its last source; the full analysis is one command away (/details)."""
+    home = tmp_path / "advisor-home"
+    exe = Path(sys.executable).parent / "vllm-advisor"
+    env = {"VLLM_ADVISOR_HOME": str(home), "HOME": str(tmp_path / "fake-home"), "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8", "TERM": "xterm-256color"}
+    # tall enough that the whole answer is on screen at once: its length is what is measured
+    term = Terminal(f"vllm-advisor-80-{os.getpid()}", f"{shlex.quote(str(exe))} chat --profile {SEED}; sleep 30", env, size=(80, 120))
+    try:
+        term.wait_for("Ask about your deployment", timeout=30)
+        term.keys(MOTIVATING, literal=True)
+        term.keys("Enter")
+        store = LogStore(home / "advisor.db")
+        deadline = time.monotonic() + 120
+        while not [r for r in store.list(10, command="chat") if r.inputs.get("event") == "question"]:
+            assert time.monotonic() < deadline, "no answer within 120 s:\n" + term.screen()
+            time.sleep(0.2)
+        screen = term.wait_for("/details", "参考来源", timeout=20)
+        lines = screen.splitlines()
+        start = next(i for i, line in enumerate(lines) if line.strip(" ▌").startswith("结论"))
+        end = max(i for i, line in enumerate(lines) if "https://" in line)
+        assert all(len(line) <= 80 for line in lines)
+        assert end - start + 1 <= 40, "\n".join(lines[start : end + 1])
+        answer = "\n".join(lines[start : end + 1])
+        assert "带预填充块的一步约" in answer and "同时只能跑约" in answer  # both questions answered first
+        assert "• [12] " not in screen  # the short answer lists only the sources it cites
+        term.keys("/details", literal=True)
+        term.keys("Enter")
+        term.wait_for("• [12] ", timeout=30)  # the full analysis, with every source
+    finally:
+        term.close()

@@ -587,13 +587,7 @@ class ChatApp(App[None]):
         out = Path(command.args[0]).expanduser()
 
         def compute(inputs):
-            from vllm_advisor.answer import attach_sources
-            from vllm_advisor.diagnosis.engine import diagnose
-            from vllm_advisor.memo import write_memo
-
-            diagnosis = diagnose(inputs)
-            sources = attach_sources(diagnosis, inputs, chroma_url=self.chroma_url)
-            result = write_memo(inputs, diagnosis, sources, out)
+            _, result = self.conversation.session().memo(out, inputs.question)
             plots = f", {len(result.plots)} plots in `{result.plots[0].parent}`" if result.plots else ""
             return f"Memo written to `{result.path}`{plots}."
 
@@ -647,6 +641,30 @@ class ChatApp(App[None]):
             self.notify("no sources yet: ask a question first")
             return
         self.prefill_prompt("/sources ")
+
+    async def cmd_details(self, command: ParsedCommand, raw: str) -> None:
+        answer = self.conversation.last_answer
+        if answer is None:
+            raise UsageError("no answer yet: ask a question first")
+        await self._exchange(raw, answer.full_markdown or answer.markdown, event="details")
+
+    async def cmd_copy(self, command: ParsedCommand, raw: str) -> None:
+        from .conversation import code_blocks
+
+        answer = self.conversation.last_answer
+        shown = "\n\n".join(m.text for m in self.conversation.messages[-2:] if m.role == "advisor") if self.conversation.messages else ""
+        blocks = code_blocks(shown or (answer.markdown if answer is not None else ""))
+        if not blocks:
+            raise UsageError("the latest answer has no command or code block to copy")
+        if not command.args:
+            listing = "\n".join(f"{i}. `{b.splitlines()[0][:70]}`" for i, b in enumerate(blocks, start=1))
+            await self._exchange(raw, listing, event="copy")
+            return
+        if not command.args[0].isdigit() or not 1 <= int(command.args[0]) <= len(blocks):
+            raise UsageError(f"/copy takes a number from 1 to {len(blocks)}")
+        text = blocks[int(command.args[0]) - 1]
+        self.copy_to_clipboard(text)
+        self.notify(f"copied: {text.splitlines()[0][:60]}")
 
     async def cmd_sources(self, command: ParsedCommand, raw: str) -> None:
         sources = self.conversation.sources

@@ -37,13 +37,15 @@ COMMANDS: tuple[CommandSpec, ...] = (
     CommandSpec("estimate", "/estimate [1,40,100]", "The performance model's table for the current deployment (memory, predicted load points).", "optional", "ctrl+e"),
     CommandSpec("whatif", "/whatif KEY=VALUE [KEY=VALUE ...]", "Predict a change at the same load points, e.g. /whatif kv_cache_dtype=fp8.", "changes"),
     CommandSpec("memo", "/memo PATH", "Write the tuning memo (Markdown + plots) for the current evidence.", "path"),
+    CommandSpec("details", "/details", "The full analysis behind the latest answer: every finding with its evidence, the figures per load point, what would decide it, verify commands.", "none"),
+    CommandSpec("copy", "/copy N", "Copy code block N of the latest answer (commands, flags, queries) to the clipboard; /copy alone lists them.", "optional"),
     CommandSpec("sources", "/sources N", "Open the text of source [N] of the latest answer.", "number", "ctrl+o"),
     CommandSpec("clear", "/clear [all]", "Start a new conversation; 'all' also forgets the evidence.", "optional", "ctrl+l"),
     CommandSpec("help", "/help", "Commands and key bindings.", "none", "f1"),
 )
 BY_NAME = {c.name: c for c in COMMANDS}
 #: a few spellings people type
-ALIASES = {"serve": "serve-cmd", "servecmd": "serve-cmd", "serve_cmd": "serve-cmd", "what-if": "whatif", "what_if": "whatif", "source": "sources", "?": "help"}
+ALIASES = {"serve": "serve-cmd", "servecmd": "serve-cmd", "serve_cmd": "serve-cmd", "what-if": "whatif", "what_if": "whatif", "source": "sources", "?": "help", "full": "details", "detail": "details"}
 
 
 @dataclass

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Callable, Literal
 
 from vllm_advisor.errors import UsageError
+from vllm_advisor.session import LLMSettings  # noqa: F401  (the chat's endpoint settings are the session's)
 
 from .chatlog import ChatLog, new_conversation_id
 from .evidence import Detected, Evidence
@@ -35,7 +36,6 @@ MAX_EARLIER = 4
 _GATHER_CACHE: "OrderedDict[tuple, Any]" = OrderedDict()
 _GATHER_CACHE_SIZE = 4
 _GATHER_LOCK = threading.Lock()
-_KEY_LOCKS: dict[tuple, threading.Lock] = {}
 
 
 class Cancelled(Exception):
@@ -48,17 +48,6 @@ def _no_check() -> None:
 
 def _no_stage(_text: str, _step: int) -> None:
     return None
-
-
-@dataclass
-class LLMSettings:
-    base_url: str
-    model: str | None = None
-    key_env: str = "OPENAI_API_KEY"
-    timeout: float = 60.0
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"llm_base_url": self.base_url, "llm_model": self.model, "llm_key_env": self.key_env}
 
 
 @dataclass
@@ -103,6 +92,7 @@ class Conversation:
         self.diagnosis: Any = None  # the latest Diagnosis (an answer's, or a refresh's)
         self.findings: list[Any] = []  # the findings of the latest answer: what "since" compares with
         self.sources: list[Any] = []  # the numbered sources of the latest answer
+        self.last_answer: Any = None  # the latest Answer: its full analysis is one /details away
         self.notes: list[str] = []
 
     # -- evidence (UI thread) ------------------------------------------------------------------
@@ -160,38 +150,29 @@ class Conversation:
 
     # -- computing (any thread) ----------------------------------------------------------------
 
-    def gathered(self, check: Check = _no_check):
-        """The evidence read and modelled (cached by the evidence's signature)."""
-        from vllm_advisor.diagnosis.inputs import gather
+    def session(self):
+        """The library Session for the evidence as it stands (one per evidence state, shared by
+        the conversations of this process, so switching back to earlier evidence is free)."""
+        from vllm_advisor.session import Session
 
         ev = copy.deepcopy(self.evidence)
-        key = ev.signature()
+        key = (ev.signature(), self.llm, self.chroma_url)
         with _GATHER_LOCK:
             if key in _GATHER_CACHE:
                 _GATHER_CACHE.move_to_end(key)
                 return _GATHER_CACHE[key]
-            # one gather per evidence state at a time: a question asked while the side panels are
-            # still being refreshed waits for that gather instead of repeating it
-            key_lock = _KEY_LOCKS.setdefault(key, threading.Lock())
-        with key_lock:
-            with _GATHER_LOCK:
-                if key in _GATHER_CACHE:
-                    return _GATHER_CACHE[key]
-            check()
-            inputs = gather(
-                profile=ev.profile,
-                attachments=list(ev.attachments),
-                metrics=list(ev.metrics),
-                serve_cmd=ev.serve_cmd,
-                overrides=dict(ev.facts),
-                calibrate=True,
+            session = Session(
+                profile=ev.profile, attachments=list(ev.attachments), metrics=list(ev.metrics), serve_cmd=ev.serve_cmd,
+                overrides=dict(ev.facts), calibrate=True, chroma_url=self.chroma_url, llm=self.llm,
             )
-            with _GATHER_LOCK:
-                _GATHER_CACHE[key] = inputs
-                while len(_GATHER_CACHE) > _GATHER_CACHE_SIZE:
-                    old, _ = _GATHER_CACHE.popitem(last=False)
-                    _KEY_LOCKS.pop(old, None)
-        return inputs
+            _GATHER_CACHE[key] = session
+            while len(_GATHER_CACHE) > _GATHER_CACHE_SIZE:
+                _GATHER_CACHE.popitem(last=False)
+        return session
+
+    def gathered(self, check: Check = _no_check):
+        """The evidence read and modelled, once per evidence state (the Session gathers under a lock)."""
+        return self.session().gathered(check)
 
     def question_context(self, question: str, case_question: str | None) -> str:
         """The text the diagnosis reads: the question, with earlier ones (and the case file's) as context."""
@@ -202,30 +183,22 @@ class Conversation:
             return question
         return "Earlier in this conversation:\n" + "\n".join(f"- {q}" for q in earlier) + f"\n\nQuestion now: {question}"
 
-    def inputs_for(self, question: str | None, check: Check = _no_check):
-        """A copy of the gathered inputs holding this question (scrubbed of secrets)."""
-        from vllm_advisor.cli.ask import scrub_user_text
-        from vllm_advisor.diagnosis.inputs import detect_language
-
+    def _question_and_language(self, question: str | None, check: Check) -> tuple[str | None, str | None]:
         base = self.gathered(check)
-        inputs = copy.copy(base)
-        inputs.notes = list(base.notes)
         case_question = base.case.question if base.case else None
         if question:
-            inputs.question = self.question_context(question, case_question)
-            inputs.language = detect_language(question)
-        else:
-            last = self.questions[-1] if self.questions else None
-            inputs.question = self.question_context(last, case_question) if last else case_question
-            inputs.language = detect_language(last or case_question)
-        scrub_user_text(inputs)
-        return inputs
+            return self.question_context(question, case_question), question
+        last = self.questions[-1] if self.questions else None
+        return (self.question_context(last, case_question) if last else case_question), (last or case_question)
+
+    def inputs_for(self, question: str | None, check: Check = _no_check):
+        """A copy of the gathered inputs holding this question (scrubbed of secrets)."""
+        text, language_of = self._question_and_language(question, check)
+        return self.session().inputs(text, language_of=language_of, check=check)
 
     def answer(self, question: str, *, on_stage: Stage = _no_stage, on_token: Callable[[str], None] | None = None, check: Check = _no_check) -> Turn:
-        """Gather (cached), diagnose, number the sources, write; text is streamed to ``on_token``."""
-        from vllm_advisor.answer import attach_sources, write_answer, write_answer_llm
-        from vllm_advisor.diagnosis.engine import diagnose
-
+        """The session answers (gather cached, diagnose, sources, write); the text is streamed to
+        ``on_token``, after a note on what changed since the previous answer."""
         start = time.perf_counter()
         shown: list[str] = []
 
@@ -235,54 +208,34 @@ class Conversation:
             if on_token is not None:
                 on_token(piece)
 
-        on_stage("reading the evidence and modelling the deployment", 1)
-        inputs = self.inputs_for(question, check)
-        check()
-        on_stage("diagnosing", 2)
-        diagnosis = diagnose(inputs)
-        check()
-        on_stage("finding sources", 3)
-        sources = attach_sources(diagnosis, inputs, chroma_url=self.chroma_url)
-        check()
-        language = inputs.language
-        since = since_previous(self.findings, diagnosis.findings, language)
-        if since:
-            emit(since + "\n\n")
+        session = self.session()
+        text, language_of = self._question_and_language(question, check)
+
+        def said_what_changed(diagnosis) -> None:
+            since = since_previous(self.findings, diagnosis.findings, diagnosis.language)
+            if since:
+                emit(since + "\n\n")
+
+        result = session.answer(text, language_of=language_of, on_stage=on_stage, check=check, on_diagnosis=said_what_changed,
+                                on_token=emit if self.llm is not None else None)
+        check()  # a cancel inside the stream made the writer fall back; the result is not wanted
+        answer, diagnosis = result.answer, result.diagnosis
         if self.llm is None:
-            on_stage("writing the answer", 4)
-            answer = write_answer(inputs, diagnosis, language=language)
             for section in markdown_sections(answer.markdown):
                 emit(section)  # the direct answer is drawn while the rest is still being laid out
+        elif result.streamed and answer.llm_used:
+            emit("\n\n" + answer.tail)
+        elif result.streamed:
+            why = answer.notes[0] if answer.notes else "the LLM's answer was not used"
+            emit(f"\n\n---\n\n*{why}*\n\n" + answer.markdown)
         else:
-            on_stage(f"the LLM at {_display(self.llm.base_url)} is writing", 4)
-            streamed = False
-
-            def token(piece: str) -> None:
-                nonlocal streamed
-                streamed = True
-                emit(piece)
-
-            answer = write_answer_llm(
-                inputs, diagnosis, sources, base_url=self.llm.base_url, model=self.llm.model,
-                api_key_env=self.llm.key_env, timeout=self.llm.timeout, on_token=token, language=language,
-            )
-            check()  # a cancel inside the stream made the writer fall back; the result is not wanted
-            if streamed and answer.llm_used:
-                emit("\n\n" + answer.tail)
-            elif streamed:
-                why = answer.notes[0] if answer.notes else "the LLM's answer was not used"
-                emit(f"\n\n---\n\n*{why}*\n\n" + answer.markdown)
-            else:
-                emit(answer.markdown)
+            emit(answer.markdown)
         return Turn(question=question, text="".join(shown), answer=answer, diagnosis=diagnosis, duration_ms=(time.perf_counter() - start) * 1000)
 
     def refresh(self, check: Check = _no_check):
         """The diagnosis of the evidence as it stands (no answer written): for the side panels."""
-        from vllm_advisor.diagnosis.engine import diagnose
-
-        inputs = self.inputs_for(None, check)
-        check()
-        return diagnose(inputs)
+        text, language_of = self._question_and_language(None, check)
+        return self.session().diagnose(text, language_of=language_of, check=check)
 
     # -- state and log (UI thread) -------------------------------------------------------------
 
@@ -304,6 +257,7 @@ class Conversation:
         self.diagnosis = turn.diagnosis
         self.findings = list(turn.diagnosis.findings)
         self.sources = turn.sources
+        self.last_answer = turn.answer
         if self.log is None:
             return None
         return self.log.record(
@@ -361,6 +315,15 @@ class Conversation:
             if reply:
                 conv.messages.append(Message("advisor", reply, _validated(Citation, e.sources)))
         return conv
+
+
+def code_blocks(markdown: str) -> list[str]:
+    """The fenced code blocks of an answer, in order (what /copy N copies), without their fences."""
+    import re
+
+    return [m.group(2).rstrip("\n") for m in re.finditer(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", markdown, re.M | re.S)] + [
+        m.group(1) for m in re.finditer(r"(?<!`)`([^`\n]{2,})`(?!`)", markdown) if m.group(1).lstrip().startswith(("--", "vllm", "-q", "-tp", "pip "))
+    ]
 
 
 def markdown_sections(markdown: str) -> list[str]:

@@ -6,10 +6,9 @@ prose from the same findings and passages, checks its citations and falls back t
 answer when they do not hold or the endpoint fails.
 """
 
-from .ask import answer_question
 from .embedded import write_answer
 from .llm import build_prompt, write_answer_llm
 from .model import Answer
 from .sources import attach_sources
 
-__all__ = ["Answer", "answer_question", "attach_sources", "build_prompt", "write_answer", "write_answer_llm"]
+__all__ = ["Answer", "attach_sources", "build_prompt", "write_answer", "write_answer_llm"]

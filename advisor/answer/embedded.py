@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 
 from ..messages import cause_name, cause_title, fmt_number, fmt_quantity, normalize_language, render, render_all, tag, text
-from ..schema import Citation, Diagnosis, Evidence, Finding, Recommendation
+from ..schema import Citation, Diagnosis, Evidence, Finding, Msg, Recommendation
 from .figures import Figure, Figures, LoadRow, collect_figures
 from .model import Answer
 from .sources import attach_sources, card_upstream, query_tokens
@@ -119,6 +119,8 @@ def evidence_label(ev: Evidence, language: str) -> str:
 def render_evidence(ev: Evidence, language: str, *, bullet: bool = True) -> str:
     p = Punct(language)
     value = fmt_value(language, ev.value, ev.unit)
+    if ev.kind == "text" and isinstance(ev.value, str):
+        value = f"“{ev.value}”"  # the user's own words, quoted as written
     label = evidence_label(ev, language)
     body = f"{label}{p.colon}**{value}**" if value else label
     body += p.paren(render(ev.detail, language) if ev.detail else None)
@@ -432,11 +434,115 @@ def compose(inputs, diagnosis: Diagnosis, sources: list[Citation], language: str
     return "\n".join(lines).rstrip() + "\n\n" + compose_tail(sources, language, notes)
 
 
+SHORT_CHANGES = 3
+SHORT_OTHERS = 4
+
+
+def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], language: str) -> str:
+    """The answer that fits a screen: the direct reply to what was asked (the reasons that bear on
+    it, with their figures), the other findings in a line, the top changes with their predicted
+    effect, where the full analysis is, and the sources cited above (a title and one URL each)."""
+    from .question import direct_reply
+
+    p = Punct(language)
+    question = _asked(inputs)
+    reply = direct_reply(question, diagnosis)
+    out = [phrase(language, "h_answer"), ""]
+    if not diagnosis.findings:
+        out += render_direct(diagnosis, language)
+    else:
+        cited = [f.sources[0] for f in reply.findings if f.sources]  # one source per finding: the short answer stays short
+        explained = {f.cause for f in reply.findings if any(r in f.reasons for r in reply.reasons)}
+        for f in reply.findings:
+            if f.cause not in explained:  # a finding its figures alone establish: its headline, figures below
+                out += [f"**{cause_title(language, f.cause)}**{p.stop}" + ("" if reply.reasons else markers(cited)), ""]
+        for i, r in enumerate(reply.reasons):
+            line = render(r, language).strip()
+            if i == len(reply.reasons) - 1:
+                line += markers(cited)
+            out += [line, ""]
+        if reply.figures and len(reply.reasons) < 2:  # two reasons or more already carry their figures
+            out.append(f"{phrase(language, 'key_figures')}{p.colon}" + p.semi.join(render_evidence(e, language, bullet=False) for e in reply.figures))
+            out.append("")
+        others = [f for f in diagnosis.findings if f not in reply.findings][:SHORT_OTHERS]
+        if others:
+            out.append(f"{phrase(language, 'also_found')}{p.colon}" + p.semi.join(cause_title(language, f.cause) for f in others))
+            out.append("")
+    changes = _top_changes(diagnosis, reply.findings)
+    if changes:
+        out += [phrase(language, "h_change"), ""]
+        for i, (f, r) in enumerate(changes, start=1):
+            line = f"{i}. **{render(r.change, language).strip()}**"
+            if r.flag:
+                line += f" `{r.flag}`"
+            if r.predicted_effect:
+                line += f"{p.dash}{phrase(language, 'predicted')} {tag(language, 'model')}{p.colon}{render(_short_effect(r.predicted_effect), language).strip()}"
+            line += markers(best_citation(f"{render(r.change, 'en')} {r.flag or ''}", f.sources))
+            out.append(line)
+        out.append("")
+    if diagnosis.undecided:
+        out += render_undecided(diagnosis, language)
+    # what was set aside from the input, or left the answer without a model or sources, is said here
+    caveats = [render(n, language) for n in diagnosis.notes if n.id.startswith(("input.", "note.no_model", "note.kb_"))]
+    if caveats:
+        out += [f"- {c}" for c in caveats] + [""]
+    out += [f"_{phrase(language, 'more')}_", ""]
+    body = "\n".join(out)
+    shown = {int(n) for n in re.findall(r"\[(\d+)\]", body)}
+    listed = [c for c in sources if c.number in shown]
+    return body.rstrip() + "\n\n" + "\n".join(render_sources(listed, language)).rstrip() + "\n"
+
+
+def _short_effect(effect: Msg) -> Msg:
+    """A what-if effect cut to what a screen holds: its first two figures (the KV cache counts as one)."""
+    if effect.id != "effect.model":
+        return effect
+    parts, room = [], 2
+    for part in effect.args.get("parts", []):
+        if room <= 0:
+            break
+        if isinstance(part, Msg) and part.id == "effect.point":
+            part = part.model_copy(update={"args": {**part.args, "changes": list(part.args.get("changes", []))[:room]}})
+            room -= len(part.args["changes"])
+        else:
+            room -= 1
+        parts.append(part)
+    return effect.model_copy(update={"args": {**effect.args, "parts": parts}})
+
+
+def _asked(inputs) -> str | None:
+    """The question now asked (a chat passes earlier questions as context before it)."""
+    question = getattr(inputs, "question", None) if inputs is not None else None
+    if question and "\n\nQuestion now: " in question:
+        return question.rsplit("\n\nQuestion now: ", 1)[1]
+    return question
+
+
+def _top_changes(diagnosis: Diagnosis, first: list[Finding]) -> list[tuple[Finding, Recommendation]]:
+    """The changes for the findings that answer the question first, those with a modelled effect
+    ahead of the rest; at most SHORT_CHANGES."""
+    order = first + [f for f in diagnosis.findings if f not in first]
+    recs: list[tuple[Finding, Recommendation]] = []
+    seen: set[str] = set()
+    for f in order:
+        for r in f.recommendations:
+            key = (r.flag or r.change.id).strip().lower()
+            if key not in seen:
+                seen.add(key)
+                recs.append((f, r))
+    recs.sort(key=lambda fr: (order.index(fr[0]) > 0 and fr[1].predicted_effect is None, 0))
+    modelled = [x for x in recs if x[1].predicted_effect is not None and x[1].predicted_effect.id != "effect.not_modelled"]
+    rest = [x for x in recs if x not in modelled]
+    first_own = [x for x in recs if x[0] in first][:1]
+    picked = first_own + [x for x in modelled + rest if x not in first_own]
+    return picked[:SHORT_CHANGES]
+
+
 def resolve_language(inputs, diagnosis: Diagnosis, language: str | None) -> str:
     return normalize_language(language or (getattr(inputs, "language", None) if inputs is not None else None) or diagnosis.language)
 
 
-def write_answer(inputs, diagnosis: Diagnosis, *, language: str | None = None, extra_notes: list[str] | tuple[str, ...] = ()) -> Answer:
+def write_answer(inputs, diagnosis: Diagnosis, *, language: str | None = None, extra_notes: list[str] | tuple[str, ...] = (), short: bool = False) -> Answer:
     """The embedded answer. Uses the sources :func:`attach_sources` put on the findings; when no
     finding has any, the packaged cards are attached here (no knowledge-base search).
     ``extra_notes`` lead the caveats (the LLM path says here why its answer was not used)."""
@@ -445,9 +551,11 @@ def write_answer(inputs, diagnosis: Diagnosis, *, language: str | None = None, e
         attach_sources(diagnosis, inputs, kb=False)
     sources = collect_sources(diagnosis)
     notes = list(dict.fromkeys([*extra_notes, *answer_notes(inputs, diagnosis, lang)]))
-    markdown = compose(inputs, diagnosis, sources, lang, notes)
+    full = compose(inputs, diagnosis, sources, lang, notes)
+    markdown = compose_short(inputs, diagnosis, sources, lang) if short else full
     return Answer(
         markdown=markdown,
+        full_markdown=full,
         tail=compose_tail(sources, lang, notes),
         language=lang,
         sources=sources,

@@ -15,7 +15,8 @@ from ..schema.finding import Citation, Finding, MissingMeasurement
 class Answer(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    markdown: str
+    markdown: str = Field(description="what is shown: the short answer (reply, key numbers, top changes) or, asked for, the full analysis")
+    full_markdown: str = Field("", description="the full analysis (every finding with its evidence, the figures, what would decide it)")
     tail: str = Field("", description="the end of markdown (caveats, numbered sources): what to print after LLM prose that already streamed")
     language: str = Field(description="'en' or 'zh': the language the answer is written in")
     sources: list[Citation] = Field(default_factory=list, description="numbered 1..N; the [n] markers in markdown point here")

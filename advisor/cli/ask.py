@@ -52,21 +52,10 @@ def record_run(command: str, *, enabled: bool, **fields: Any) -> int | None:
 
 
 def scrub_user_text(inputs) -> None:
-    """Remove credentials from the user's own words before anything reads them: the diagnosis
-    quotes excerpts of the question (an excerpt can cut a token off from the 'Bearer' that marks it),
-    the LLM endpoint receives it, the answer, the memo and the log repeat it. A key has no
-    diagnostic value, so it never gets that far."""
-    from ..logs import redact_text
+    """Kept for callers of the old name: the session scrubs (vllm_advisor.session.scrub_user_text)."""
+    from ..session import scrub_user_text as scrub
 
-    inputs.question = redact_text(inputs.question)
-    if inputs.case is not None:
-        inputs.case.question = redact_text(inputs.case.question)
-        inputs.case.workload.dataset = redact_text(inputs.case.workload.dataset)
-        for obs in inputs.case.observations:
-            obs.notes = redact_text(obs.notes)
-    for run in inputs.measured:
-        if isinstance(run.metadata.get("user_notes"), str):
-            run.metadata["user_notes"] = redact_text(run.metadata["user_notes"])
+    scrub(inputs)
 
 
 def elapsed_ms(start: float) -> float:
@@ -95,10 +84,11 @@ def elapsed_ms(start: float) -> float:
     show_default=True,
     help="Fit the model's efficiencies to the measured load points first (slower; `memo` always does).",
 )
+@click.option("--full", is_flag=True, help="Print the full analysis (every finding with its evidence, the figures per load point, what would decide it) instead of the short answer.")
 @chroma_url_option
 @no_log_option
 @json_option
-def ask(question, profile, attachments, metrics, prometheus_url, since, prom_selector, serve_cmd, model, gpu, num_gpus, vllm_version, llm_base_url, llm_model, llm_key_env, llm_timeout, calibrate, chroma_url, no_log, as_json) -> None:
+def ask(question, profile, attachments, metrics, prometheus_url, since, prom_selector, serve_cmd, model, gpu, num_gpus, vllm_version, llm_base_url, llm_model, llm_key_env, llm_timeout, calibrate, full, chroma_url, no_log, as_json) -> None:
     """Answer QUESTION about a slow vLLM deployment: causes ranked with evidence, changes with
     predicted effects, and numbered sources.
 
@@ -136,7 +126,7 @@ def ask(question, profile, attachments, metrics, prometheus_url, since, prom_sel
             question, profile, attachments, metrics, serve_cmd,
             {"model": model, "gpu": gpu, "num_gpus": num_gpus, "vllm_version": vllm_version},
             llm_base_url, llm_model, llm_key_env, stream_to_stdout=not as_json, calibrate=calibrate, llm_timeout=llm_timeout,
-            prometheus=prometheus, chroma_url=chroma_url,
+            prometheus=prometheus, chroma_url=chroma_url, short=not full,
         )
     except AdvisorError as exc:
         record_run("ask", enabled=not no_log, question=question, inputs=log_inputs, duration_ms=elapsed_ms(start), error=exc.one_line())
@@ -157,6 +147,7 @@ def ask(question, profile, attachments, metrics, prometheus_url, since, prom_sel
             {
                 "findings": answer.findings,
                 "answer": answer.markdown,
+                "full_answer": answer.full_markdown or answer.markdown,
                 "sources": answer.sources,
                 "missing": answer.missing or diagnosis.missing,
                 "similar_reports": diagnosis.similar_reports,
@@ -173,33 +164,20 @@ def ask(question, profile, attachments, metrics, prometheus_url, since, prom_sel
     _print_answer(answer, streamed)
 
 
-def _answer(question, profile, attachments, metrics, serve_cmd, overrides, llm_base_url, llm_model, llm_key_env, *, stream_to_stdout: bool, calibrate: bool = False, llm_timeout: float = 60.0, prometheus: dict | None = None, chroma_url: str | None = None):
-    """gather -> diagnose -> attach_sources -> write the answer (LLM prose when asked for)."""
-    from ..answer import attach_sources, write_answer, write_answer_llm
-    from ..diagnosis.engine import diagnose
-    from ..diagnosis.inputs import gather
+def _answer(question, profile, attachments, metrics, serve_cmd, overrides, llm_base_url, llm_model, llm_key_env, *, stream_to_stdout: bool, calibrate: bool = False, llm_timeout: float = 60.0, prometheus: dict | None = None, chroma_url: str | None = None, short: bool = True):
+    """The session answers; this only wires the flags in and the streamed prose out."""
+    from ..session import LLMSettings, Session
 
-    inputs = gather(question=question, profile=profile, attachments=list(attachments), metrics=list(metrics), serve_cmd=serve_cmd, overrides=overrides, calibrate=calibrate, prometheus=prometheus)
-    if not inputs.question:
-        raise UsageError(f"{profile}: the case file has no question; give one as the QUESTION argument")
-    scrub_user_text(inputs)
-    diagnosis = diagnose(inputs)
-    sources = attach_sources(diagnosis, inputs, chroma_url=chroma_url)
-    streamed = False
-    if llm_base_url:
-        def on_token(piece: str) -> None:
-            nonlocal streamed
-            streamed = True
-            sys.stdout.write(piece)
-            sys.stdout.flush()
+    llm = LLMSettings(base_url=llm_base_url, model=llm_model, key_env=llm_key_env, timeout=llm_timeout) if llm_base_url else None
+    session = Session(profile=profile, attachments=list(attachments), metrics=list(metrics), serve_cmd=serve_cmd, overrides=overrides,
+                      calibrate=calibrate, prometheus=prometheus, chroma_url=chroma_url, llm=llm)
 
-        answer = write_answer_llm(
-            inputs, diagnosis, sources, base_url=llm_base_url, model=llm_model, api_key_env=llm_key_env,
-            timeout=llm_timeout, on_token=on_token if stream_to_stdout else None,
-        )
-    else:
-        answer = write_answer(inputs, diagnosis)
-    return answer, diagnosis, inputs, streamed
+    def on_token(piece: str) -> None:
+        sys.stdout.write(piece)
+        sys.stdout.flush()
+
+    result = session.answer(question, on_token=on_token if stream_to_stdout else None, short=short)
+    return result.answer, result.diagnosis, result.inputs, result.streamed
 
 
 #: environment variable holding a bearer token for --prometheus (the same one `probe prom` reads)

@@ -8,7 +8,7 @@ from pathlib import Path
 import click
 
 from ..errors import AdvisorError
-from .ask import chroma_url_option, common_inputs, elapsed_ms, no_log_option, record_run, scrub_user_text
+from .ask import chroma_url_option, common_inputs, elapsed_ms, no_log_option, record_run
 from .output import emit_json, json_option
 
 
@@ -58,21 +58,8 @@ def memo(profile, attachments, question, out_path, chroma_url, no_log, as_json) 
     click.echo(f"memo written to {result.path}{plots}")
 
 
-#: what a memo without a case file answers
-DEFAULT_QUESTION = "Why is this deployment slow, and what should change?"
-
-
 def _write(profile: Path | None, attachments, out_path: Path, question: str | None = None, chroma_url: str | None = None):
-    from ..answer import attach_sources
-    from ..diagnosis.engine import diagnose
-    from ..diagnosis.inputs import gather
-    from ..memo import write_memo
+    from ..session import Session
 
-    inputs = gather(profile=profile, attachments=list(attachments), calibrate=True, question=question)
-    if not inputs.question:
-        inputs.question = DEFAULT_QUESTION
-    scrub_user_text(inputs)
-    diagnosis = diagnose(inputs)
-    sources = attach_sources(diagnosis, inputs, chroma_url=chroma_url)
-    result = write_memo(inputs, diagnosis, sources, out_path)
-    return inputs, diagnosis, sources, result
+    done, result = Session(profile=profile, attachments=list(attachments), calibrate=True, chroma_url=chroma_url).memo(out_path, question)
+    return done.inputs, done.diagnosis, done.sources, result

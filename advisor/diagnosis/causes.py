@@ -27,7 +27,7 @@ GENERIC: dict[str, list[Recommendation]] = {
         ),
         Recommendation(
             change=msg("rec.kv_capacity_2"),
-            flag="--data-parallel-size 2 (or a second server behind a load balancer)",
+            flag="--data-parallel-size 2",
             whatif=["num_gpus=4", "dp=2"],
             cost=msg("cost.kv_capacity_2"),
         ),
@@ -35,7 +35,7 @@ GENERIC: dict[str, list[Recommendation]] = {
     "queueing": [
         Recommendation(
             change=msg("rec.queueing_1"),
-            flag="client: --max-concurrency / --request-rate at the knee",
+            flag="vllm bench serve --max-concurrency N  # N at the knee",
             verify="sum(vllm:num_requests_waiting) and histogram_quantile(0.5, sum by (le) (rate(vllm:request_queue_time_seconds_bucket[5m])))",
         )
     ],
@@ -79,7 +79,7 @@ GENERIC: dict[str, list[Recommendation]] = {
     "benchmark_methodology": [
         Recommendation(
             change=msg("rec.benchmark_methodology_1"),
-            flag="client: vllm bench serve --max-concurrency C --save-result",
+            flag="vllm bench serve --max-concurrency C --save-result",
         )
     ],
     "cpu_frontend": [

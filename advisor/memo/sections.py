@@ -307,7 +307,7 @@ def measured_vs_predicted(ctx: MemoContext) -> str:
     by_source: dict[str, list[str]] = {}
     for row in ctx.rows:
         for run in row.measured:
-            by_source.setdefault(f"`{run.source}` ({run.format})", []).append(run.load_label)
+            by_source.setdefault(f"`{run.source}` (`{run.format}`)", []).append(run.load_label)
     if by_source:
         items = "; ".join(f"{src}: {', '.join(dict.fromkeys(loads))}" for src, loads in by_source.items())
         parts.append(t(lang, "mvp_sources", items=items))

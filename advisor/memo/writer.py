@@ -17,7 +17,7 @@ from ..schema import Citation, Diagnosis
 from . import sections
 from .sections import lang_of, t
 from .loadpoints import line_up
-from .plots import draw_plots
+from .plots import Labels, draw_plots
 
 
 @dataclass
@@ -28,6 +28,7 @@ class MemoResult:
     language: str
     seed: int  # the first --seed of the verification plan's benchmark lines
     skipped_plots: list[str] = field(default_factory=list)
+    plot_labels: list[str] = field(default_factory=list)  # every title, axis label and legend entry drawn
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -60,7 +61,7 @@ def new_seed(inputs) -> int:
             return seed
 
 
-def render_memo(inputs, diagnosis: Diagnosis, sources: list[Citation], plots_dir: Path, link_base: Path, seed: int | None = None) -> tuple[str, list[Path], list[str], int]:
+def render_memo(inputs, diagnosis: Diagnosis, sources: list[Citation], plots_dir: Path, link_base: Path, seed: int | None = None, labels: Labels | None = None) -> tuple[str, list[Path], list[str], int]:
     """The memo's Markdown with its plots drawn into ``plots_dir`` (linked relative to ``link_base``)."""
     language = lang_of(inputs.language or diagnosis.language)
     findings = sections.rank(diagnosis.findings)
@@ -83,6 +84,8 @@ def render_memo(inputs, diagnosis: Diagnosis, sources: list[Citation], plots_dir
         kv_requests_that_fit=ctx.requests_that_fit,
         kv_tokens_per_request=ctx.tokens_per_request,
         kv_missing_text=t(language, "pl_kv_needs_model"),
+        language=language,
+        labels=labels,
     )
     written = {p.path.name for p in plots}
     for stale in ("per_request_speed.png", "throughput.png", "kv_capacity.png"):  # left by an earlier memo
@@ -158,8 +161,9 @@ def write_memo(inputs, diagnosis: Diagnosis, sources: list[Citation], out_path: 
     if out_path.exists() and out_path.is_dir():
         raise InputFileError("is a folder; give a file name for the memo, e.g. memo.md", source=str(out_path))
     try:
-        markdown, plots, skipped, seed = render_memo(inputs, diagnosis, sources, plots_folder(out_path), out_path.parent, seed)
+        labels = Labels(lang_of(inputs.language or diagnosis.language))
+        markdown, plots, skipped, seed = render_memo(inputs, diagnosis, sources, plots_folder(out_path), out_path.parent, seed, labels)
         write_text_atomic(out_path, markdown)
     except OSError as exc:
         raise InputFileError(f"cannot write the memo: {exc.strerror or exc}", source=str(exc.filename or out_path)) from None
-    return MemoResult(path=out_path, plots=plots, markdown=markdown, language=lang_of(inputs.language or diagnosis.language), seed=seed, skipped_plots=skipped)
+    return MemoResult(path=out_path, plots=plots, markdown=markdown, language=lang_of(inputs.language or diagnosis.language), seed=seed, skipped_plots=skipped, plot_labels=labels.seen)

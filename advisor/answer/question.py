@@ -1,0 +1,129 @@
+"""What was asked: the topics of a question, so the answer opens with the reply to it.
+
+WHY: a diagnosis ranks causes by how well the evidence establishes them, not by what the person
+asked. Asked "why did per-request speed halve at 40 clients?", the best-established finding may be
+that the throughput formula misleads; the reply to the question is the prefill-chunk stall. The
+topics below pick, from the same findings, the reasons that bear on the question (message ids of
+the catalog) and put them first; nothing new is claimed here.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from ..schema import Diagnosis, Evidence, Finding, Msg
+
+Topic = Literal["per_request_speed", "no_change_with_load", "throughput", "first_token", "capacity", "config"]
+
+#: Words that name a topic, English and Chinese (matched case-insensitively, in question order).
+PATTERNS: dict[Topic, re.Pattern[str]] = {
+    "no_change_with_load": re.compile(
+        r"差不多|没有(什么)?(改变|变化)|没变|不变|一样|相同|more (clients|load|concurrency).{0,40}(same|not change|no change|doesn.t change)|"
+        r"(same|flat|plateau|no better|not improve|stop(s|ped)? (growing|scaling))|look like|doesn.t (change|scale|improve)",
+        re.I,
+    ),
+    "per_request_speed": re.compile(
+        r"生成速[度率]|每个请求.{0,8}速|单请求|减半|变慢|这么慢|per[- ]request|each request|per[- ]user|tokens? per second per|"
+        r"(speed|tok/s).{0,30}(halve|drop|fall|slow)|slower|decode speed|\bitl\b|\btpot\b|inter[- ]token",
+        re.I,
+    ),
+    "throughput": re.compile(r"吞吐|throughput|tokens? per second (overall|total)|总.{0,4}tok", re.I),
+    "first_token": re.compile(r"\bttft\b|first[- ]token|首\s*token|首字|首个\s*token|time to first", re.I),
+    "capacity": re.compile(r"多少(个)?(并发|请求)|how many (requests|users|clients)|capacity|容量|kv cache|oom|out of memory|显存", re.I),
+    "config": re.compile(r"参数|配置|should i set|which (flag|setting|value)|--[a-z][a-z-]+|max[_-]num[_-]|gpu[_-]memory[_-]utilization", re.I),
+}
+
+#: For each topic: the reasons (catalog ids) that answer it, most direct first, and the causes
+#: whose findings bear on it when none of those reasons was found.
+ANSWERS: dict[Topic, tuple[tuple[str, ...], tuple[str, ...]]] = {
+    "per_request_speed": (
+        ("reason.chunked_prefill", "reason.definition_fit", "reason.no_chunked_prefill", "reason.decode_bandwidth", "reason.tp_pcie", "reason.nccl_p2p"),
+        ("chunked_prefill_interference", "decode_bandwidth", "tp_comm", "cpu_frontend", "detokenize", "spec_decode", "cuda_graph", "preemption"),
+    ),
+    "no_change_with_load": (
+        ("reason.kv_fit", "reason.same_speed", "reason.queue_beyond_fit", "reason.max_num_seqs_over"),
+        ("kv_capacity", "queueing", "max_num_seqs_limit", "preemption", "batched_tokens_limit"),
+    ),
+    "throughput": (
+        ("reason.throughput_formula_running", "reason.throughput_formula", "reason.kv_fit", "reason.batched_chunks"),
+        ("benchmark_methodology", "kv_capacity", "batched_tokens_limit", "queueing"),
+    ),
+    "first_token": (
+        ("reason.prefill_compute", "reason.burst_rate", "reason.queue_beyond_fit", "reason.identical_prompts", "reason.attention"),
+        ("prefill_compute", "queueing", "prefix_cache", "chunked_prefill_interference", "attention_backend"),
+    ),
+    "capacity": (
+        ("reason.kv_fit", "reason.kv_too_small", "reason.profiling_pass", "reason.max_num_seqs_over"),
+        ("kv_capacity", "memory_config", "max_num_seqs_limit", "preemption"),
+    ),
+    "config": (
+        ("reason.batched_chunks", "reason.max_num_seqs_over", "reason.profiling_pass", "reason.cuda_graph_off", "reason.spec_decode"),
+        ("batched_tokens_limit", "max_num_seqs_limit", "memory_config", "cuda_graph", "spec_decode", "kv_quant"),
+    ),
+}
+
+
+def topics(question: str | None) -> list[Topic]:
+    """The topics a question asks about, in the order it asks them (a question can ask two)."""
+    if not question:
+        return []
+    hits = []
+    for topic, pattern in PATTERNS.items():
+        m = pattern.search(question)
+        if m:
+            hits.append((m.start(), topic))
+    return [t for _, t in sorted(hits)]
+
+
+@dataclass
+class Reply:
+    """The direct reply: the reasons that answer the question, the findings they come from and
+    their key figures."""
+
+    topics: list[Topic]
+    reasons: list[Msg]
+    findings: list[Finding]
+    figures: list[Evidence]
+
+
+KEY_FIGURES = 3
+
+
+def direct_reply(question: str | None, diagnosis: Diagnosis) -> Reply:
+    """Pick from the findings what answers ``question``; the top finding when the question names
+    no topic (or none of its reasons was found)."""
+    asked = topics(question)
+    reasons: list[Msg] = []
+    used: list[Finding] = []
+    per_topic = 2 if len(asked) == 1 else 1  # two questions in one: the most direct reason of each
+    for topic in asked:
+        wanted, causes = ANSWERS[topic]
+        found = [(wanted.index(r.id), f, r) for f in diagnosis.findings for r in f.reasons if r.id in wanted]
+        found.sort(key=lambda t: t[0])
+        picked = found[:per_topic]
+        if topic == "per_request_speed":  # which definition the user's figure fits: always said
+            picked += [x for x in found if x[2].id == "reason.definition_fit" and x not in picked][:1]
+        if not picked:
+            f = next((f for f in diagnosis.findings if f.cause in causes and f.reasons), None)
+            picked = [(0, f, f.reasons[0])] if f is not None else []
+        if not picked:  # a finding on the topic that rests on its figures alone
+            f = next((f for f in diagnosis.findings if f.cause in causes), None)
+            if f is not None and f not in used:
+                used.append(f)
+        for _, f, r in picked:
+            if r not in reasons:
+                reasons.append(r)
+            if f not in used:
+                used.append(f)
+    if not used and diagnosis.findings:
+        top = diagnosis.findings[0]
+        reasons, used = list(top.reasons[:2]), [top]
+    figures: list[Evidence] = []
+    for f in used:
+        for e in f.evidence:
+            if e.value is None or e.kind in ("text", "source") or any((e.value, e.unit) == (x.value, x.unit) for x in figures):
+                continue
+            figures.append(e)
+    return Reply(topics=asked, reasons=reasons, findings=used, figures=figures[:KEY_FIGURES])
