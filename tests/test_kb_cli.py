@@ -147,3 +147,16 @@ def test_build_remembers_docs_folders(tmp_path: Path):
     assert [r["source"] for r in json.loads(result.stdout)] == ["cards", "vllm-docs"]
     again = json.loads(run("kb", "build", "--kb-dir", str(kb_dir), "--json").stdout)
     assert [(r["source"], r["embedded"]) for r in again] == [("cards", 0), ("vllm-docs", 0)]  # remembered, nothing new
+
+
+def test_a_command_imports_only_its_own_module():
+    """Sub-commands are imported when they run: `ask` does not pay for `estimate`, `probe`, `kb`..."""
+    code = (
+        "import sys\nfrom click.testing import CliRunner\nfrom vllm_advisor.cli.main import cli\n"
+        "r = CliRunner().invoke(cli, ['ask', '--help'])\nassert r.exit_code == 0 and 'Usage:' in r.output\n"
+        "print(sorted(m.rsplit('.', 1)[1] for m in sys.modules if m.startswith('vllm_advisor.cli.') and m.count('.') == 2))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "['ask', 'main', 'output']", out
+    listing = run("--help").output
+    assert all(name in listing for name in ("ask", "chat", "estimate", "catalog", "kb", "logs", "memo", "probe", "validate"))

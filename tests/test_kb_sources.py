@@ -139,3 +139,39 @@ def test_tokens_cjk_bigrams_identifiers_and_stems():
     assert tokens[:2] == ["长输", "输入"]
     assert "max_num_seqs" in tokens and "preempt" in tokens and "request" in tokens
     assert tokenize("the of and") == []
+
+
+def test_card_chunks_are_cached_and_equal_to_a_fresh_cut(tmp_path):
+    """The chunk cache returns exactly what the chunker cuts; a changed card gets a fresh cut."""
+    from vllm_advisor_knowledge.cards import load_cards
+    from vllm_advisor_knowledge.chunk_cache import cached_chunks
+    from vllm_advisor_knowledge.chunking import chunk_document
+
+    cards = load_cards()
+    fresh = [c for card in cards for c in chunk_document(card)]
+    first = cached_chunks(cards, folder=tmp_path)
+    [written] = list(tmp_path.glob("cards-chunks-*.json"))
+    assert first == fresh and cached_chunks(cards, folder=tmp_path) == fresh
+    cards[0].text += "\n## Added on our cluster\n\nA section that only this test knows about, long enough to be its own chunk.\n"
+    changed = cached_chunks(cards, folder=tmp_path)
+    assert changed == [c for card in cards for c in chunk_document(card)] and changed != fresh
+    assert list(tmp_path.glob("cards-chunks-*.json")) != [written]  # the stale file was replaced
+
+
+def test_ask_with_a_warm_cache_imports_no_text_splitter(tmp_path):
+    """The second `ask` of a machine reads the cards' chunks from the cache: langchain stays unloaded."""
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom click.testing import CliRunner\nfrom vllm_advisor.cli.main import cli\n"
+        "r = CliRunner().invoke(cli, ['ask', '--profile', 'examples/seed-qwen32b-h800-long-input.yaml', '--json', '--no-log'])\n"
+        "assert r.exit_code == 0, r.output\n"
+        "print(sorted(m for m in ('langchain_text_splitters', 'torch', 'chromadb') if m in sys.modules))"
+    )
+    env = {**__import__("os").environ, "VLLM_ADVISOR_HOME": str(tmp_path)}
+    outs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120, cwd=Path(__file__).resolve().parents[1])
+            for _ in range(2)]
+    assert all(o.returncode == 0 for o in outs), outs[0].stderr[-2000:]
+    assert outs[0].stdout.strip().splitlines()[-1] == "['langchain_text_splitters']"  # the first cut the cards
+    assert outs[1].stdout.strip().splitlines()[-1] == "[]"

@@ -15,6 +15,7 @@ the ``[n]`` markers of an answer and its source list always agree.
 
 from __future__ import annotations
 
+import hashlib
 from collections import OrderedDict
 from dataclasses import dataclass
 from functools import lru_cache
@@ -65,14 +66,15 @@ class CardCorpus:
 
 @lru_cache(maxsize=4)
 def card_corpus(folder: str | None = None) -> CardCorpus:
-    """Cards are read and indexed once per process (about 100 sections; milliseconds)."""
+    """Cards are read and indexed once per process (about 180 sections; milliseconds). Their chunks
+    come from a disk cache kept current by the knowledge package (no text-splitter import per run)."""
     import bm25s
     from vllm_advisor_knowledge.cards import load_cards
-    from vllm_advisor_knowledge.chunking import chunk_document
+    from vllm_advisor_knowledge.chunk_cache import cached_chunks
     from vllm_advisor_knowledge.text_tokens import tokenize
 
     cards = load_cards(Path(folder) if folder else None)
-    chunks = [chunk for card in cards for chunk in chunk_document(card)]
+    chunks = cached_chunks(cards, name="cards" if folder is None else "cards-" + hashlib.sha256(folder.encode()).hexdigest()[:10])
     retriever = bm25s.BM25()
     if chunks:
         retriever.index([tokenize(f"{c.title}\n{c.heading}\n{c.text}") for c in chunks], show_progress=False)

@@ -26,6 +26,9 @@ import yaml
 from ..schema.message import Msg, Quantity, msg, q
 from .numbers import fmt_cell, fmt_number
 
+#: libyaml's safe loader when PyYAML has it (about 10x faster on these packaged files), else PyYAML's.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 __all__ = ["LANGUAGES", "Msg", "Quantity", "catalog", "fmt_cell", "fmt_number", "fmt_quantity", "msg", "normalize_language", "q", "render", "text"]
 
 
@@ -41,7 +44,7 @@ LANGUAGES = _available()
 @functools.cache
 def catalog(language: str) -> dict[str, str]:
     """All messages of one language, flattened to dotted ids."""
-    raw = yaml.safe_load(resources.files(__package__).joinpath(f"{language}.yaml").read_text(encoding="utf-8")) or {}
+    raw = yaml.load(resources.files(__package__).joinpath(f"{language}.yaml").read_text(encoding="utf-8"), Loader=_YAML_LOADER) or {}
     out: dict[str, str] = {}
 
     def walk(prefix: str, node: Any) -> None:

@@ -17,6 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validat
 
 from ._names import UnknownCatalogEntry, normalise, unknown
 
+#: libyaml's safe loader when PyYAML has it (about 10x faster on these packaged files), else PyYAML's.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 MiB = 1024**2
 GiB = 1024**3
 
@@ -103,7 +106,7 @@ class GpuSpec(BaseModel):
 @functools.cache
 def _catalog() -> dict[str, GpuSpec]:
     text = resources.files(__package__).joinpath("gpus.yaml").read_text(encoding="utf-8")
-    specs = [GpuSpec(**entry) for entry in yaml.safe_load(text)]
+    specs = [GpuSpec(**entry) for entry in yaml.load(text, Loader=_YAML_LOADER)]
     return {spec.name: spec for spec in specs}
 
 

@@ -22,6 +22,9 @@ from pydantic import BaseModel, ConfigDict, Field, computed_field, model_validat
 
 from ._names import UnknownCatalogEntry, normalise, unknown
 
+#: libyaml's safe loader when PyYAML has it (about 10x faster on these packaged files), else PyYAML's.
+_YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
 #: Suffixes that name a fine-tune or packaging of the same architecture, stripped when matching.
 _VARIANT_SUFFIXES = ("-instruct", "-chat", "-it", "-hf", "-base")
 #: Suffixes that name a quantized copy of the same architecture: matched, with a note.
@@ -376,7 +379,7 @@ class ModelSpec(BaseModel):
 @functools.cache
 def _catalog() -> dict[str, ModelSpec]:
     text = resources.files(__package__).joinpath("models.yaml").read_text(encoding="utf-8")
-    entries = yaml.safe_load(text)
+    entries = yaml.load(text, Loader=_YAML_LOADER)
     specs = [ModelSpec(**entry) for entry in entries]
     return {spec.name: spec for spec in specs}
 
