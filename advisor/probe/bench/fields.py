@@ -74,6 +74,8 @@ class FieldReader:
         self.obj = obj
         self.source = source
         self.prefix = prefix
+        if not isinstance(obj, Mapping):  # a report whose section is a string or a list
+            raise InputFileError(f"expected an object, got {describe(obj)}", source=source, field=prefix or None)
 
     def path(self, key: str) -> str:
         return f"{self.prefix}.{key}" if self.prefix else key
@@ -146,13 +148,16 @@ class FieldReader:
             return None
         try:
             arr = np.asarray(values, dtype=np.float64)
-        except (TypeError, ValueError):
+        except (TypeError, ValueError, OverflowError):
             raise self._bad_element(key, values) from None
         if arr.ndim != 1:
             raise self.error(key, "expected a flat list of numbers, got nested lists")
         if not allow_null and arr.size and np.isnan(arr).any():
             index = int(np.flatnonzero(np.isnan(arr))[0])
             raise self.error(key, f"expected numbers, element {index} is {describe(values[index])}")
+        if arr.size and np.isinf(arr).any():  # 1e400 in a JSON file reads as infinity
+            index = int(np.flatnonzero(np.isinf(arr))[0])
+            raise self.error(key, f"expected finite numbers, element {index} is {describe(values[index])}")
         return arr
 
     def string_list(self, key: str) -> list[str] | None:
