@@ -139,3 +139,73 @@ def test_estimate_says_how_far_the_model_was_from_real_vllm():
     assert json.loads(runner.invoke(cli, base).output)["vs_real_vllm"]["applies"] is False  # version unknown
     text = runner.invoke(cli, base[:-1] + ["--vllm-version", "0.26.0"]).output
     assert "Held to real vLLM 0.26.0" in text and "TPOT p50" in text
+
+
+def _load_harness():
+    import importlib.util
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "gpu" / "vllm_e2e.py"
+    spec = importlib.util.spec_from_file_location("vllm_e2e", path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_harness_client_times_requests_like_vllm_bench(tmp_path):
+    """The harness's client against a loopback server that streams like vLLM (first chunk after
+    60 ms, then one chunk every 8 ms, usage at the end): TTFT, ITL, TPOT and token counts come out as
+    `vllm bench serve` defines them, and validate's recomputation agrees with the harness summary."""
+    pytest.importorskip("aiohttp")
+    import asyncio
+    import socket
+    import threading
+
+    from aiohttp import web
+
+    seen: list[dict] = []
+
+    async def completions(request):
+        body = await request.json()
+        seen.append(body)
+        resp = web.StreamResponse()
+        await resp.prepare(request)
+        await asyncio.sleep(0.06)
+        for _ in range(body["max_tokens"]):
+            await resp.write(b'data: {"choices": [{"text": "x"}]}\n\n')
+            await asyncio.sleep(0.008)
+        usage = {"choices": [], "usage": {"completion_tokens": body["max_tokens"], "prompt_tokens": len(body["prompt"])}}
+        await resp.write(b"data: " + json.dumps(usage).encode() + b"\n\ndata: [DONE]\n\n")
+        return resp
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    loop = asyncio.new_event_loop()
+    app = web.Application()
+    app.add_routes([web.post("/v1/completions", completions)])
+    runner = web.AppRunner(app)
+    loop.run_until_complete(runner.setup())
+    loop.run_until_complete(web.TCPSite(runner, "127.0.0.1", port).start())
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    try:
+        h = _load_harness()
+        point = {"input_len": 600, "output_len": 12, "num_prompts": 4, "concurrency": 2, "prefix_len": 200}
+        recs, duration, pending = asyncio.run(h.run_point(f"http://127.0.0.1:{port}", "m", point, 11, 128000, 20))
+    finally:
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(5)
+    assert pending == 0 and all(r["ok"] for r in recs)
+    prompts = [b["prompt"] for b in seen]
+    assert all(len(p) == 600 and min(p) >= 300 and max(p) < 128000 for p in prompts)
+    assert all(p[:200] == prompts[0][:200] for p in prompts) and len({tuple(p[200:]) for p in prompts}) == 4
+    for r in recs:
+        assert r["output_tokens"] == 12 and len(r["itl"]) == 11
+        assert 0.055 <= r["ttft"] < 0.5 and r["e2e"] > r["ttft"] + 11 * 0.007
+    # c=2, 4 requests: two rounds, so the second pair is sent when the first pair is done.
+    sends = sorted(r["sent"] for r in recs)
+    assert sends[2] > 0.1 and duration > 2 * 0.15
+    summary = h.client_summary(recs, duration)
+    m = measured_figures({"requests": recs, "duration_s": duration})
+    assert m["ttft_p50"] == pytest.approx(summary["ttft_p50_s"]) and m["tpot_p50"] == pytest.approx(summary["tpot_p50_ms"])
+    assert 7.0 <= m["tpot_p50"] < 40 and m["output_throughput"] == pytest.approx(48 / duration)
