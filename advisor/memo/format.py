@@ -5,20 +5,13 @@ from __future__ import annotations
 import math
 from typing import Any, Iterable
 
+from ..messages.numbers import fmt_cell
+
 
 def num(value: float | int | None, digits: int = 1) -> str:
-    """A figure for a table cell or a sentence; '—' when it is not known (never invented)."""
-    if value is None:
-        return "—"
-    if isinstance(value, float) and math.isnan(value):
-        return "—"
-    if isinstance(value, float) and math.isinf(value):
-        return "inf"
-    if isinstance(value, int) or abs(value) >= 100 or float(value).is_integer():
-        return f"{round(value):,}"
-    if abs(value) < 1:
-        return f"{value:.{digits + 1}g}" if value else "0"
-    return f"{value:,.{digits}f}"
+    """A figure for a table cell or a sentence; '—' when it is not known (never invented). The one
+    number formatter's table form (``vllm_advisor.messages.fmt_cell``)."""
+    return fmt_cell(value, digits)
 
 
 def with_unit(value: float | int | None, unit: str, digits: int = 1) -> str:
