@@ -154,7 +154,7 @@ def test_motivating_case_figures_come_from_the_model_and_the_user():
     assert rows[("c=100", "reported")].per_request_tok_s == pytest.approx(20.0)
     assert rows[("c=1", "reported")].per_request_tok_s == pytest.approx(40.0)
     predicted = {r.load_label: r for r in inputs.predicted}
-    assert rows[("c=100", "model")].waiting == predicted["c=100"].metadata["server_waiting_mean"]
+    assert rows[("c=100", "model")].waiting == predicted["c=100"].server_view.waiting_mean
     assert [f.kind for f in figs.workload] == ["reported", "reported"]
 
     diagnosis = hand_diagnosis("zh")

@@ -168,7 +168,7 @@ def test_estimate_commands_on_the_seed_profile():
     assert 4.5 < mem["memory"]["max_concurrency"] < 6.5
     predicted = json.loads(run("estimate", "--profile", str(SEED), "--vllm-version", "0.8.5", "--concurrency", "1", "--num-prompts", "2", "--no-calibrate", "--json").output)
     assert predicted["predicted"][0]["format"] == "model"
-    assert predicted["predicted"][0]["metadata"]["calibrated"] is False
+    assert predicted["predicted"][0]["calibrated"] is False
     assert predicted["calibration"]["calibrated"] is False
     assert predicted["predicted"][0]["request_output_tok_s"]["mean"] == pytest.approx(40, rel=0.25)
     assert [m["offered_concurrency"] for m in predicted["measured"]] == [1, 40, 100]
@@ -184,7 +184,7 @@ def test_estimate_commands_on_the_seed_profile():
 def test_estimate_calibrates_to_the_profile_and_flags_unreachable_figures():
     data = json.loads(run("estimate", "--profile", str(SEED), "--vllm-version", "0.8.5", "--json").output)
     cal = data["calibration"]
-    assert cal["calibrated"] is True and all(r["metadata"]["calibrated"] for r in data["predicted"])
+    assert cal["calibrated"] is True and all(r["calibrated"] for r in data["predicted"])
     assert cal["rms_log_error_after"] <= cal["rms_log_error_before"]
     # 40 clients x 22 tok/s = 880 tok/s is beyond two H800s for unique 63K prompts: the fit cannot reach it.
     thr = next(r for r in cal["unreachable"] if r["load"] == "c=40" and r["figure"] == "output_throughput_tok_s")

@@ -50,7 +50,7 @@ def kv_diagnosis(inputs) -> Diagnosis:
             Evidence(kind="model", origin="model", label=msg("ev.kv_capacity"), value=float(mem.kv_cache_tokens), unit="tokens",
                      detail=msg("detail.kv_capacity", per_token=q(128, "KiB"), fit=q(round(fit, 1), "requests"), length=q(64000, "tokens"))),
             Evidence(kind="reported", origin="case", label=msg("ev.speed_change", a="c=1", b="c=100", before=q(40, "tok/s"), after=q(20, "tok/s"))),
-            Evidence(kind="model", origin="model", label=msg("ev.running"), load="c=100", value=round(c100.metadata["server_running_mean"], 1), unit="requests"),
+            Evidence(kind="model", origin="model", label=msg("ev.running"), load="c=100", value=round(c100.server_view.running_mean, 1), unit="requests"),
         ],
         reasons=[msg("reason.queue_beyond_fit")],
         recommendations=[
@@ -143,9 +143,9 @@ def test_seed_memo_in_chinese_with_facts_table_commands_and_plots(tmp_path, seed
         for part in ("--model Qwen/Qwen2.5-32B-Instruct", "--dataset-name random", "--random-input-len 63000", "--random-output-len 1000",
                      f"--num-prompts {prompts}", f"--seed {seed}", "--percentile-metrics ttft,tpot,itl,e2el", "--save-result --save-detailed"):
             assert part in line
-    running = next(r for r in seed_inputs.predicted if r.offered_concurrency == 100).metadata
-    assert 4.5 < running["server_running_mean"] < 6.5  # ~5 requests of 64K fit
-    assert f"| 引擎中运行的请求数 | {num(running['server_running_mean'])} (max {running['server_running_max']}) |" in md
+    running = next(r for r in seed_inputs.predicted if r.offered_concurrency == 100).server_view
+    assert 4.5 < running.running_mean < 6.5  # ~5 requests of 64K fit
+    assert f"| 引擎中运行的请求数 | {num(running.running_mean)} / {num(running.running_max)} |" in md
     assert "vllm:kv_cache_usage_perc" in md and "vllm:gpu_cache_usage_perc" in md
     assert "vllm-advisor probe watch http://HOST:8000 --duration 120 -o run.jsonl" in md
 

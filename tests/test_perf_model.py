@@ -208,10 +208,10 @@ def test_seed_decode_speed_at_1_40_100_within_25_percent_uncalibrated(seed_predi
         assert predicted == pytest.approx(obs.output_tok_s_per_request, rel=0.25), obs.concurrency
     # The mechanism, visible in the output: ~5 running, the rest waiting, steps carrying prefill chunks.
     for c in (40, 100):
-        md = runs[c].metadata
-        assert md["server_running_mean"] < 7 and md["server_waiting_mean"] > c / 2
-        assert 0.2 < md["share_of_time_in_mixed_steps"] < 0.8
-        assert md["mixed_step_ms_mean"] > 4 * md["decode_only_step_ms_mean"]
+        sv = runs[c].server_view
+        assert sv.running_mean < 7 and sv.waiting_mean > c / 2
+        assert 0.2 < sv.share_of_time_in_mixed_steps < 0.8
+        assert sv.mixed_step_ms_mean > 4 * sv.decode_only_step_ms_mean
 
 
 def test_seed_single_request_speed_matches_the_user_within_25_percent(seed_predictions):
@@ -226,8 +226,8 @@ def test_seed_100_clients_look_like_40_because_the_kv_cache_binds(seed_predictio
     _, em, runs = seed_predictions
     fit = em.memory.requests_that_fit(64000)
     for c in (40, 100):
-        assert runs[c].metadata["server_running_mean"] <= fit + 1.5
-        assert runs[c].metadata["server_waiting_mean"] > c / 2
+        assert runs[c].server_view.running_mean <= fit + 1.5
+        assert runs[c].server_view.waiting_mean > c / 2
     d40, d100 = runs[40].request_decode_tok_s.mean, runs[100].request_decode_tok_s.mean
     assert d100 == pytest.approx(d40, rel=0.15)
     assert d40 < 0.7 * runs[1].request_decode_tok_s.mean
@@ -363,8 +363,8 @@ def test_identical_prompts_change_the_picture():
     em = engine(version="0.8.5", needed=64000, tensor_parallel_size=2)
     unique, _ = predict_load_point(em, LoadPoint(concurrency=40), input_len=63000, output_len=1000, num_prompts=80)
     shared, _ = predict_load_point(em, LoadPoint(concurrency=40), input_len=63000, output_len=1000, num_prompts=80, shared_prefix_len=63000)
-    assert unique.metadata["server_running_max"] <= 7
-    assert shared.metadata["server_running_max"] == 40
+    assert unique.server_view.running_max <= 7
+    assert shared.server_view.running_max == 40
     assert shared.ttft_ms.median < 0.01 * unique.ttft_ms.median
     assert shared.output_throughput_tok_s > 5 * unique.output_throughput_tok_s
     no_cascade = em.step.cascade_attention = False

@@ -123,7 +123,7 @@ def estimate_markdown(inputs, points=None) -> str:
     order = {p.label: i for i, p in enumerate(points)}
     rows.sort(key=lambda r: (order.get(r[1], len(order)), r[0] != "model"))
     for kind, load, run in rows:
-        md = run.metadata
+        sv = run.server_view
         ttft = run.ttft_ms.pct(50) if run.ttft_ms else None
         lines.append(
             "| " + " | ".join([
@@ -133,9 +133,9 @@ def estimate_markdown(inputs, points=None) -> str:
                 _fmt(run.request_decode_tok_s.mean if run.request_decode_tok_s else None),
                 _fmt(run.request_output_tok_s.mean if run.request_output_tok_s else None),
                 _fmt(run.output_throughput_tok_s),
-                _fmt(md.get("server_running_mean")),
-                _fmt(md.get("server_waiting_mean")),
-                _fmt(md.get("server_kv_usage_pct_mean")),
+                _fmt(sv.running_mean if sv else None),
+                _fmt(sv.waiting_mean if sv else None),
+                _fmt(sv.kv_usage_pct_mean if sv else None),
             ]) + " |"
         )
     notes = list(dict.fromkeys(em.notes + m.notes))

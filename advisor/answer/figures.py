@@ -87,9 +87,9 @@ def _mean(dist) -> float | None:
 
 
 def load_row(run: BenchmarkRun) -> LoadRow:
-    meta: dict[str, Any] = run.metadata or {}
     ttft = _mean(run.ttft_ms)
-    running = meta.get("server_running_mean")
+    sv = run.server_view
+    running = sv.running_mean if sv else None
     return LoadRow(
         load=run.load_label,
         kind=run_kind(run),
@@ -98,9 +98,10 @@ def load_row(run: BenchmarkRun) -> LoadRow:
         ttft_s=ttft / 1000.0 if ttft is not None else None,
         output_tok_s=run.output_throughput_tok_s,
         running=running if running is not None else (run.achieved_concurrency if run_kind(run) != "model" else None),
-        waiting=meta.get("server_waiting_mean"),
-        preemptions=meta.get("server_preemptions"),
-        calibrated=bool(meta.get("calibrated")),
+        waiting=sv.waiting_mean if sv else None,
+        # a measured run's server figures stay in the probe's metadata (server_preemptions of an observation)
+        preemptions=sv.preemptions if sv else (run.metadata or {}).get("server_preemptions"),
+        calibrated=bool(run.calibrated),
     )
 
 

@@ -11,7 +11,7 @@ from rich.table import Table
 from rich.text import Text
 
 from ..errors import UsageError
-from ..schema import CaseFile, Deployment, EngineArgs
+from ..schema import CaseFile, Deployment, EngineArgs, ServerView
 from ..perf.efficiency import real_vllm_error
 from . import render
 from .output import console, emit, emit_json, json_option
@@ -183,7 +183,7 @@ def estimate(ctx, what_ifs, attachments, calibrate, plot_path, as_json, input_le
     runs = []
     for p in points:
         run = predict_load_point(em, p, input_len=input_len, output_len=output_len, num_prompts=num_prompts, shared_prefix_len=prefix)[0]
-        run.metadata["calibrated"] = label == "calibrated"
+        run.calibrated = label == "calibrated"
         runs.append(run)
     from ..perf.curve import curve_points, find_knee
 
@@ -300,16 +300,16 @@ def render_predicted(runs, label: str = "uncalibrated") -> Group:
     for col in ("load", "running\nmean/max", "waiting\nmean", "KV\nusage %", "pre-\nempted", "decode\nstep ms", "step with\nchunk ms", "share\nof time"):
         server.add_column(col, justify="right" if col != "load" else "left")
     for r in runs:
-        md = r.metadata
+        sv = r.server_view or ServerView()
         server.add_row(
             r.load_label,
-            f"{render.fmt(md.get('server_running_mean'))} / {md.get('server_running_max')}",
-            render.fmt(md.get("server_waiting_mean")),
-            render.fmt(md.get("server_kv_usage_pct_mean")),
-            render.fmt(md.get("server_preemptions")),
-            render.fmt(md.get("decode_only_step_ms_mean")),
-            render.fmt(md.get("mixed_step_ms_mean")),
-            f"{100 * md.get('share_of_time_in_mixed_steps', 0):.0f}%",
+            f"{render.fmt(sv.running_mean)} / {sv.running_max}",
+            render.fmt(sv.waiting_mean),
+            render.fmt(sv.kv_usage_pct_mean),
+            render.fmt(sv.preemptions),
+            render.fmt(sv.decode_only_step_ms_mean),
+            render.fmt(sv.mixed_step_ms_mean),
+            f"{100 * (sv.share_of_time_in_mixed_steps or 0):.0f}%",
         )
     notes = [Text(f"{r.load_label}: {n}", style="dim") for r in runs for n in r.notes]
     return Group(table, server, *notes)

@@ -393,9 +393,9 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
             continue
         finally:
             engine.step.eff = sourced
-        run.metadata["calibrated"] = calibrated
+        run.calibrated = calibrated
         best.label = f"hardware ceiling {p.label}"
-        best.metadata["ceiling"] = True
+        best.ceiling = True
         inputs.predicted.append(run)
         inputs.ceiling.append(best)
 

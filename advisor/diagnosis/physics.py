@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..schema import BenchmarkRun, Evidence, Msg, Recommendation
+from ..schema import BenchmarkRun, Evidence, Msg, Recommendation, ServerView
 from ..schema.message import msg, q
 from .board import Board
 from .inputs import DiagnosisInputs
@@ -12,6 +12,11 @@ PRE_HOPPER = ("ampere", "ada", "turing", "volta")
 
 def _model(label: Msg, value=None, unit: str | None = None, detail: Msg | None = None, *, load: str | None = None) -> Evidence:
     return Evidence(kind="model", origin="model", label=label, load=load, value=value, unit=unit, detail=detail)
+
+
+def _view(run: BenchmarkRun) -> ServerView:
+    """A predicted run's server view (empty when the model did not simulate one)."""
+    return run.server_view or ServerView()
 
 
 def detect_physics(inputs: DiagnosisInputs, board: Board) -> None:
@@ -62,8 +67,8 @@ def _kv_fit(inputs: DiagnosisInputs, board: Board) -> None:
     if not over:
         return
     top = max(over, key=lambda r: r.offered_concurrency)
-    running = top.metadata.get("server_running_mean") or 0.0
-    waiting = top.metadata.get("server_waiting_mean") or 0.0
+    running = _view(top).running_mean or 0.0
+    waiting = _view(top).waiting_mean or 0.0
     kv_ev = _model(
         msg("ev.kv_capacity"),
         float(mem.kv_cache_tokens),
@@ -85,8 +90,8 @@ def _kv_fit(inputs: DiagnosisInputs, board: Board) -> None:
     if len(over) >= 2:
         loads = sorted(over, key=lambda r: r.offered_concurrency)
         lo, hi = loads[0], loads[-1]
-        r_lo = lo.metadata.get("server_running_mean") or 0.0
-        r_hi = hi.metadata.get("server_running_mean") or 0.0
+        r_lo = _view(lo).running_mean or 0.0
+        r_hi = _view(hi).running_mean or 0.0
         board.add(
             "queueing",
             0.5,
@@ -193,7 +198,7 @@ def _throughput_formula(inputs: DiagnosisInputs, board: Board) -> None:
         if abs(total - c * per) / total > 0.05:
             continue
         pred = _match_point(inputs.predicted, c)
-        running = pred.metadata.get("server_running_mean") if pred else None
+        running = _view(pred).running_mean if pred else None
         load = f"c={c}"
         ev = [Evidence(kind="reported", origin="case", label=msg("figure.output_throughput_tok_s"), load=load, value=float(total), unit="tok/s",
                        detail=msg("detail.c_times_speed", c=c, per=q(per, "tok/s")))]
@@ -213,8 +218,8 @@ def _match_point(runs: list[BenchmarkRun], concurrency: int) -> BenchmarkRun | N
 
 def _chunked_prefill(inputs: DiagnosisInputs, board: Board) -> None:
     for run in sorted(inputs.predicted, key=lambda r: -(r.offered_concurrency or 0)):
-        md = run.metadata
-        share, mixed, dec = md.get("share_of_time_in_mixed_steps"), md.get("mixed_step_ms_mean"), md.get("decode_only_step_ms_mean")
+        sv = _view(run)
+        share, mixed, dec = sv.share_of_time_in_mixed_steps, sv.mixed_step_ms_mean, sv.decode_only_step_ms_mean
         if not (share and mixed and dec) or (run.offered_concurrency or 0) < 2:
             continue
         if share < 0.15 or mixed < 3 * dec:

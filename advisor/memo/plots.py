@@ -193,8 +193,8 @@ def draw_plots(
     else:
         fig, ax = _figure(L("kv_title", subject=subject), xlabel, L("kv_y"), xs_all)
         pairs = [
-            (_series(points, lambda r: r.predicted.metadata.get("server_running_mean") if r.predicted else None), L("kv_running_mean", model=model_tag), PREDICTED_STYLE),
-            (_series(points, lambda r: r.predicted.metadata.get("server_running_max") if r.predicted else None), L("kv_running_max"), {**PREDICTED_STYLE, "linestyle": ":", "marker": "x"}),
+            (_series(points, lambda r: r.predicted.server_view.running_mean if r.predicted and r.predicted.server_view else None), L("kv_running_mean", model=model_tag), PREDICTED_STYLE),
+            (_series(points, lambda r: r.predicted.server_view.running_max if r.predicted and r.predicted.server_view else None), L("kv_running_max"), {**PREDICTED_STYLE, "linestyle": ":", "marker": "x"}),
             (_series(points, lambda r: next((m.metadata.get("server_num_requests_running") for m in r.measured if m.metadata.get("server_num_requests_running") is not None), None)), L("kv_running_measured", who=measured), MEASURED_STYLE),
         ]
         drawn = _plot_pairs(ax, pairs)

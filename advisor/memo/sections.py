@@ -12,7 +12,7 @@ from typing import Any
 
 from ..answer.embedded import evidence_label, explanation, render_evidence
 from ..messages import cause_title, normalize_language, render, tag, text
-from ..schema import Citation, Diagnosis, Finding, Recommendation
+from ..schema import Citation, Diagnosis, Finding, Recommendation, ServerView
 from .format import code_block, md_table, num, ratio, with_unit
 from .loadpoints import LoadPointRow, figure_value
 from .verification import bench_commands, promql_rows
@@ -78,7 +78,7 @@ class MemoContext:
 
     @property
     def calibrated(self) -> bool:
-        return any(r.metadata.get("calibrated") for r in self.inputs.predicted)
+        return any(r.calibrated for r in self.inputs.predicted)
 
     def source_refs(self, finding: Finding) -> list[int]:
         numbers = []
@@ -334,16 +334,16 @@ def server_view(ctx: MemoContext) -> str:
     for row in ctx.rows:
         if row.predicted is None:
             continue
-        md = row.predicted.metadata
-        share = md.get("share_of_time_in_mixed_steps")
+        sv = row.predicted.server_view or ServerView()
+        share = sv.share_of_time_in_mixed_steps
         cells = [
             row.label,
-            f"{num(md.get('server_running_mean'))} / {num(md.get('server_running_max'))}",
-            num(md.get("server_waiting_mean")),
-            with_unit(md.get("server_kv_usage_pct_mean"), "%"),
-            num(md.get("server_preemptions")),
-            with_unit(md.get("decode_only_step_ms_mean"), "ms"),
-            with_unit(md.get("mixed_step_ms_mean"), "ms"),
+            f"{num(sv.running_mean)} / {num(sv.running_max)}",
+            num(sv.waiting_mean),
+            with_unit(sv.kv_usage_pct_mean, "%"),
+            num(sv.preemptions),
+            with_unit(sv.decode_only_step_ms_mean, "ms"),
+            with_unit(sv.mixed_step_ms_mean, "ms"),
             "—" if share is None else f"{100 * share:.0f}%",
         ]
         if has_measured:

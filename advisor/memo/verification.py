@@ -117,14 +117,14 @@ def expected_values(row: LoadPointRow | None) -> dict[str, str]:
 
     if row is None or row.predicted is None:
         return {}
-    md = row.predicted.metadata
+    sv = row.predicted.server_view
     out: dict[str, str] = {}
-    if md.get("server_running_mean") is not None:
-        out["pq_running"] = f"{num(md['server_running_mean'])} (max {md.get('server_running_max')})"
-    if md.get("server_waiting_mean") is not None:
-        out["pq_waiting"] = num(md["server_waiting_mean"])
-    if md.get("server_kv_usage_pct_mean") is not None:
-        out["pq_kv"] = f"{md['server_kv_usage_pct_mean'] / 100:.2f}"
+    if sv is not None and sv.running_mean is not None:
+        out["pq_running"] = f"{num(sv.running_mean)} / {num(sv.running_max)}"  # mean / max, as the sv_running column
+    if sv is not None and sv.waiting_mean is not None:
+        out["pq_waiting"] = num(sv.waiting_mean)
+    if sv is not None and sv.kv_usage_pct_mean is not None:
+        out["pq_kv"] = f"{sv.kv_usage_pct_mean / 100:.2f}"
     if row.predicted.output_throughput_tok_s is not None:
         out["pq_gen"] = f"{num(row.predicted.output_throughput_tok_s)} tok/s"
     ttft = row.predicted.ttft_ms
@@ -133,9 +133,9 @@ def expected_values(row: LoadPointRow | None) -> dict[str, str]:
     itl = row.predicted.itl_ms or row.predicted.tpot_ms
     if itl is not None and itl.pct(50) is not None:
         out["pq_itl"] = f"{itl.pct(50) / 1000:.3f} s"
-    queue = md.get("server_queue_ms")
-    if isinstance(queue, dict) and queue.get("percentiles", {}).get("p99") is not None:
-        out["pq_queue"] = f"{num(queue['percentiles']['p99'] / 1000)} s"
+    queue = sv.queue_ms if sv is not None else None
+    if queue is not None and queue.pct(99) is not None:
+        out["pq_queue"] = f"{num(queue.pct(99) / 1000)} s"
     return out
 
 

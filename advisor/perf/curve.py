@@ -92,17 +92,17 @@ def curve_points(runs: list[BenchmarkRun]) -> list[CurvePoint]:
     """The closed-loop predicted runs, by client count (needs ``predict_load_point``'s server view)."""
     points = []
     for run in runs:
-        md = run.metadata
-        if not run.offered_concurrency or md.get("server_running_mean") is None:
+        sv = run.server_view
+        if not run.offered_concurrency or sv is None or sv.running_mean is None:
             continue
         points.append(
             CurvePoint(
                 concurrency=run.offered_concurrency,
-                running_mean=md["server_running_mean"],
-                running_max=md["server_running_max"],
-                waiting_mean=md["server_waiting_mean"],
-                kv_usage_pct=md["server_kv_usage_pct_mean"],
-                preemptions=md["server_preemptions"],
+                running_mean=sv.running_mean,
+                running_max=sv.running_max,
+                waiting_mean=sv.waiting_mean,
+                kv_usage_pct=sv.kv_usage_pct_mean,
+                preemptions=sv.preemptions,
                 output_tok_s=run.output_throughput_tok_s,
                 request_decode_tok_s=run.request_decode_tok_s.mean if run.request_decode_tok_s else None,
                 ttft_p50_ms=run.ttft_ms.pct(50) if run.ttft_ms else None,

@@ -12,7 +12,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..errors import UsageError
-from ..schema import BenchmarkRun, Deployment, EngineArgs
+from ..schema import BenchmarkRun, Deployment, EngineArgs, ServerView
 from .catalog import GpuSpec, ModelSpec, get_gpu, get_model
 from .defaults import ResolvedConfig, resolve_engine_config
 from .memory import MemoryEstimate, MemoryParams, estimate_memory, kv_dtype_bytes, weight_bytes_per_param
@@ -191,16 +191,14 @@ def _attach_server_view(run: BenchmarkRun, result: SimResult, engine: EngineMode
     blocks = engine.memory.num_gpu_blocks or 1
     mixed = [s for s in steps if s.prefill_tokens and s.num_decodes]
     pure = [s for s in steps if not s.prefill_tokens and s.num_decodes]
-    run.metadata.update(
-        {
-            "server_running_mean": sum(s.running * s.duration for s in steps) / total,
-            "server_running_max": max((s.running for s in steps), default=0),
-            "server_waiting_mean": sum(s.waiting * s.duration for s in steps) / total,
-            "server_kv_usage_pct_mean": 100.0 * sum(s.kv_blocks_used * s.duration for s in steps) / total / blocks,
-            "server_preemptions": result.total_preemptions,
-            "steps": sum(s.count for s in steps),
-            "mixed_step_ms_mean": 1e3 * sum(s.duration for s in mixed) / sum(s.count for s in mixed) if mixed else None,
-            "decode_only_step_ms_mean": 1e3 * sum(s.duration for s in pure) / sum(s.count for s in pure) if pure else None,
-            "share_of_time_in_mixed_steps": sum(s.duration for s in mixed) / total,
-        }
-    )
+    run.server_view = (run.server_view or ServerView()).model_copy(update=dict(
+        running_mean=sum(s.running * s.duration for s in steps) / total,
+        running_max=max((s.running for s in steps), default=0),
+        waiting_mean=sum(s.waiting * s.duration for s in steps) / total,
+        kv_usage_pct_mean=100.0 * sum(s.kv_blocks_used * s.duration for s in steps) / total / blocks,
+        preemptions=result.total_preemptions,
+        steps=sum(s.count for s in steps),
+        mixed_step_ms_mean=1e3 * sum(s.duration for s in mixed) / sum(s.count for s in mixed) if mixed else None,
+        decode_only_step_ms_mean=1e3 * sum(s.duration for s in pure) / sum(s.count for s in pure) if pure else None,
+        share_of_time_in_mixed_steps=sum(s.duration for s in mixed) / total,
+    ))

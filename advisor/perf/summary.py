@@ -11,7 +11,7 @@ import math
 
 import numpy as np
 
-from ..schema import BenchmarkRun, Distribution
+from ..schema import BenchmarkRun, Distribution, ServerView
 from ..schema.bench import STANDARD_PERCENTILES, percentile_key
 from .simulator import SimRequest, SimResult
 
@@ -153,5 +153,5 @@ def sim_to_run(result: SimResult, *, label: str | None = None, model: str | None
         run.request_throughput_req_s = float(len(done) / duration)
         run.achieved_concurrency = float(e2e.sum() / duration)
     run.has_per_request_data = True
-    run.metadata["server_queue_ms"] = Distribution.from_samples(queue * 1e3, "ms").model_dump() if queue.size else None
+    run.server_view = ServerView(queue_ms=Distribution.from_samples(queue * 1e3, "ms") if queue.size else None)
     return run

@@ -116,8 +116,8 @@ def predicted_figures(run: Any) -> dict[str, float | None]:
         "itl_p50": dist(run.itl_ms),
         "e2e_p50": dist(run.e2e_ms, None, 1e-3),
         "output_throughput": run.output_throughput_tok_s,
-        "running_mean": run.metadata.get("server_running_mean"),
-        "waiting_mean": run.metadata.get("server_waiting_mean"),
+        "running_mean": run.server_view.running_mean if run.server_view else None,
+        "waiting_mean": run.server_view.waiting_mean if run.server_view else None,
     }
 
 

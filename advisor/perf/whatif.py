@@ -23,7 +23,7 @@ from pydantic import ValidationError
 
 from ..errors import UsageError
 from ..scalars import parse_scalar
-from ..schema import BenchmarkRun, Deployment, Distribution, EngineArgs
+from ..schema import BenchmarkRun, Deployment, Distribution, EngineArgs, ServerView
 from .predict import EngineModel, LoadPoint, build_engine_model, predict_load_point
 from .simulator import StepBatch, Workload, simulate
 from .step_time import Efficiency
@@ -39,7 +39,7 @@ COMPARED = [
     ("decode speed per request", lambda r: r.request_decode_tok_s.mean if r.request_decode_tok_s else None, "tok/s", True),
     ("output speed per request", lambda r: r.request_output_tok_s.mean if r.request_output_tok_s else None, "tok/s", True),
     ("output throughput", lambda r: r.output_throughput_tok_s, "tok/s", True),
-    ("requests running (mean)", lambda r: r.metadata.get("server_running_mean"), "requests", True),
+    ("requests running (mean)", lambda r: r.server_view.running_mean if r.server_view else None, "requests", True),
 ]
 
 
@@ -225,6 +225,6 @@ def predict_disaggregated(
         run.output_throughput_tok_s = throughput_cap
     steps = dec.steps
     total = sum(s.duration for s in steps) or 1.0
-    run.metadata["server_running_mean"] = sum(s.running * s.duration for s in steps) / total
+    run.server_view = ServerView(running_mean=sum(s.running * s.duration for s in steps) / total)
     run.offered_concurrency = point.concurrency
     return run

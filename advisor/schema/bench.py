@@ -109,6 +109,25 @@ class ConsistencyCheck(BaseModel):
         return cls(field=field, stated=stated, computed=computed, rel_diff=rel, ok=ok)
 
 
+class ServerView(BaseModel):
+    """What the server does during a load point as the performance model simulates it: requests
+    running and waiting (time-weighted), KV usage, preemptions and the engine steps. Typed here so
+    the diagnosis, the answer, the memo and the chat read one set of fields (no string keys)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    running_mean: float | None = None
+    running_max: float | None = None
+    waiting_mean: float | None = None
+    kv_usage_pct_mean: float | None = None
+    preemptions: float | None = None
+    steps: int | None = None
+    mixed_step_ms_mean: float | None = Field(None, description="mean duration of a step that carries a prefill chunk beside decodes")
+    decode_only_step_ms_mean: float | None = None
+    share_of_time_in_mixed_steps: float | None = Field(None, description="0-1")
+    queue_ms: Distribution | None = Field(None, description="time from arrival to first scheduled step, per request")
+
+
 class BenchmarkRun(BaseModel):
     """One load point: a fixed concurrency or request rate, measured (or predicted) once."""
 
@@ -157,6 +176,10 @@ class BenchmarkRun(BaseModel):
     server_metrics: MetricsWindow | None = Field(
         None, description="the server's /metrics over this load point, when the client sampled it (probe bench)"
     )
+
+    server_view: ServerView | None = Field(None, description="the model's view of the server during a predicted load point")
+    calibrated: bool | None = Field(None, description="a prediction: whether its efficiencies were fitted to the user's figures")
+    ceiling: bool = Field(False, description="a prediction at the hardware ceiling (every kernel at its physical peak)")
 
     has_per_request_data: bool = False
     checks: list[ConsistencyCheck] = Field(default_factory=list)
