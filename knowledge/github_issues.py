@@ -427,12 +427,30 @@ class _Session:
             raise self._error(f"a pagination link points to another host ({_origin(target)}); refusing to send the token there")
         return target
 
+    def _get_bounded(self, url: str, headers: dict[str, str], what: str) -> httpx.Response:
+        """One GET whose body is streamed and stopped at _MAX_ANSWER_BYTES and at a total deadline
+        (the client's timeout is per read: a server that drips bytes would hold the fetch forever)."""
+        timeout = self.http.timeout.read or 30.0
+        deadline = time.monotonic() + max(timeout, 1.0) * 4
+        with self.http.stream("GET", url, headers=headers) as response:
+            chunks, size = [], 0
+            for chunk in response.iter_bytes():
+                size += len(chunk)
+                if size > _MAX_ANSWER_BYTES:
+                    raise self._error(f"the answer for {what} is over {_MAX_ANSWER_BYTES // 2**20} MiB; not an API page")
+                if time.monotonic() > deadline:
+                    raise httpx.ReadTimeout(f"the answer for {what} took longer than {max(timeout, 1.0) * 4:g} s")
+                chunks.append(chunk)
+        # the body is decoded already: the copy must not claim an encoding or the old length
+        headers = [(k, v) for k, v in response.headers.multi_items() if k.lower() not in ("content-encoding", "content-length", "transfer-encoding")]
+        return httpx.Response(response.status_code, headers=headers, content=b"".join(chunks), request=response.request)
+
     def _get(self, url: str, headers: dict[str, str], what: str) -> httpx.Response:
         failures = 0
         rate_waits = 0
         while True:
             try:
-                response = self.http.get(url, headers=headers)
+                response = self._get_bounded(url, headers, what)
             except httpx.TimeoutException as exc:
                 failure = f"no answer in time from the GitHub API at {_display(self.api)} ({type(exc).__name__})"
             except httpx.TransportError as exc:
@@ -440,8 +458,6 @@ class _Session:
             else:
                 status = response.status_code
                 if status < 300 or status == 304:
-                    if len(response.content) > _MAX_ANSWER_BYTES:
-                        raise self._error(f"the answer for {what} is over {_MAX_ANSWER_BYTES // 2**20} MiB; not an API page")
                     return response
                 wait = self._rate_limit_wait(response, rate_waits)
                 if wait is not None:
