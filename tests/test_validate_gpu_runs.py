@@ -209,3 +209,16 @@ def test_harness_client_times_requests_like_vllm_bench(tmp_path):
     m = measured_figures({"requests": recs, "duration_s": duration})
     assert m["ttft_p50"] == pytest.approx(summary["ttft_p50_s"]) and m["tpot_p50"] == pytest.approx(summary["tpot_p50_ms"])
     assert 7.0 <= m["tpot_p50"] < 40 and m["output_throughput"] == pytest.approx(48 / duration)
+
+
+def test_memo_says_how_far_the_model_was_from_real_vllm():
+    from types import SimpleNamespace
+
+    from vllm_advisor.memo.sections import _real_vllm_line
+    from vllm_advisor.perf.efficiency import shipped_engine_fit
+
+    tpot = f"TPOT p50 {shipped_engine_fit().holdout_error['tpot_p50'] * 100:.1f}%"
+    en = _real_vllm_line("en", SimpleNamespace(vllm_version="0.26.0", version_assumed=False))
+    assert "real vLLM server (vLLM 0.26.0 on one H200-SXM" in en and tpot in en and "older or unknown" not in en
+    zh = _real_vllm_line("zh", SimpleNamespace(vllm_version="0.8.5", version_assumed=True))
+    assert "真实 vLLM" in zh and tpot in zh and "较旧或未知" in zh

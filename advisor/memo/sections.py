@@ -281,6 +281,8 @@ def measured_vs_predicted(ctx: MemoContext) -> str:
         else:
             why = t(lang, "mvp_cal_failed") if cal is not None and cal.notes else t(lang, "mvp_no_cal_reason")
             parts.append(t(lang, "mvp_intro_uncal", why=why.rstrip(".")))
+        if ctx.engine is not None:
+            parts.append(_real_vllm_line(lang, ctx.engine.config))
         if i.ceiling:
             parts.append(t(lang, "mvp_ceiling"))
     headers = [t(lang, "mvp_load"), t(lang, "mvp_figure"), t(lang, "mvp_measured"), t(lang, "mvp_predicted"), t(lang, "mvp_ceiling_col"), t(lang, "mvp_ratio")]
@@ -318,6 +320,21 @@ def measured_vs_predicted(ctx: MemoContext) -> str:
     if any(r.predicted for r in ctx.rows):
         parts.append(f"### {t(lang, 'server_view')}\n\n" + server_view(ctx))
     return "\n\n".join(parts)
+
+
+def _real_vllm_line(lang: str, config) -> str:
+    """How far the model was from a real vLLM server on held-out runs (catalog/vllm-h200.yaml)."""
+    from ..perf.efficiency import real_vllm_error
+
+    err = real_vllm_error(config.vllm_version, config.version_assumed)
+    e = err["median_abs_error_holdout"]
+    labels = [("ttft_p50", "TTFT p50"), ("tpot_p50", "TPOT p50"), ("e2e_p50", "E2E p50"),
+              ("output_throughput", text(lang, "figure.output_throughput_tok_s")), ("kv_cache_tokens", t(lang, "mvp_kv_size"))]
+    figures = text(lang, "sep.comma").join(f"{label} {e[key] * 100:.1f}%" for key, label in labels if key in e)
+    engine = err["engine"].split(" (")[0]
+    line = t(lang, "mvp_real_vllm", engine=engine, gpu=err["gpu"], figures=figures)
+    gap = "" if lang.startswith("zh") else " "
+    return line if err["applies"] else line + gap + t(lang, "mvp_real_vllm_off", engine=engine)
 
 
 def _err(value: float | None) -> str:
