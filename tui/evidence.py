@@ -84,10 +84,10 @@ def detect_file(path: Path) -> Detected:
 def _looks_like_case(path: Path) -> bool:
     import yaml
 
-    from vllm_advisor.probe.files import read_text
+    from vllm_advisor.probe.files import load_yaml, read_text
 
     try:
-        data = yaml.safe_load(read_text(path))
+        data = load_yaml(read_text(path), str(path))  # bounded: an alias bomb is refused, not expanded
     except yaml.YAMLError:
         return False
     return isinstance(data, dict) and bool(CASE_KEYS & set(data))

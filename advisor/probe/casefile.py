@@ -23,7 +23,7 @@ from pydantic import BaseModel, ValidationError
 
 from ..errors import AdvisorError, InputFileError
 from ..schema import CaseFile, Deployment, InputNote
-from .files import load_yaml, read_text
+from .files import YAMLRefused, load_yaml, read_text
 from .serve_cmd import engine_args_for
 
 #: Friendly words for pydantic's error types.
@@ -162,6 +162,8 @@ def _yaml_data(path: str | Path) -> Any:
     text = read_text(path)
     try:
         return load_yaml(text, source)
+    except YAMLRefused as exc:
+        raise InputFileError(str(exc), source=source) from None
     except yaml.YAMLError as exc:
         raise InputFileError(_yaml_error(exc), source=source) from None
 

@@ -187,6 +187,11 @@ class _BoundedLoader(yaml.SafeLoader):
             self._depth -= 1
 
 
+class YAMLRefused(yaml.YAMLError):
+    """A document refused for what it holds, not for its syntax: too many aliases, too deep, or a
+    value Python will not build (an integer of more than 4,300 digits)."""
+
+
 _FAST_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _ANCHOR = re.compile(r"(?:^|[\s:,\[{-])&[^\s,\[\]{}]")
 
@@ -196,7 +201,14 @@ def load_yaml(text: str, source: str | None = None) -> Any:
 
     A document without anchors cannot use aliases, so it takes libyaml's fast loader (whose own
     nesting limit is 1,000); one with anchors takes the bounded pure-Python loader."""
-    if _ANCHOR.search(text):
-        loader = type("_Loader", (_BoundedLoader,), {"max_aliases": _env_int("VLLM_ADVISOR_MAX_YAML_ALIASES", DEFAULT_MAX_YAML_ALIASES)})
-        return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader subclass
-    return yaml.load(text, Loader=_FAST_LOADER)  # noqa: S506 - the safe loader
+    try:
+        if _ANCHOR.search(text):
+            loader = type("_Loader", (_BoundedLoader,), {"max_aliases": _env_int("VLLM_ADVISOR_MAX_YAML_ALIASES", DEFAULT_MAX_YAML_ALIASES)})
+            return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader subclass
+        return yaml.load(text, Loader=_FAST_LOADER)  # noqa: S506 - the safe loader
+    except yaml.composer.ComposerError as exc:
+        if "aliases" in str(exc) or "nested deeper" in str(exc):
+            raise YAMLRefused(f"YAML refused: {exc.problem}") from None
+        raise
+    except (ValueError, OverflowError, RecursionError) as exc:  # the constructors' own limits
+        raise YAMLRefused(f"YAML value out of range: {str(exc).split(';')[0]}") from None

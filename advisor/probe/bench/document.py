@@ -19,7 +19,7 @@ import orjson
 import yaml
 
 from ...errors import InputFileError
-from ..files import bounded_lines, load_yaml, read_text
+from ..files import YAMLRefused, bounded_lines, load_yaml, read_text
 
 
 @dataclass
@@ -124,9 +124,9 @@ def _json_error_text(exc: json.JSONDecodeError, text: str) -> str:
 def _parse_other(path: Path, text: str) -> InputDocument:
     try:
         value = load_yaml(text, str(path))
-    except yaml.YAMLError as exc:
-        if "alias" in str(exc) or "nested deeper" in str(exc):
-            raise InputFileError(f"YAML refused: {getattr(exc, 'problem', None) or exc}", source=str(path)) from None
+    except YAMLRefused as exc:
+        raise InputFileError(str(exc), source=str(path)) from None
+    except yaml.YAMLError:
         value = None
     if isinstance(value, dict):
         return InputDocument(path, "yaml", value)
