@@ -29,7 +29,14 @@ def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--repeats", type=int, default=1)
     parser.add_argument("--docs", type=Path, default=DOCS)
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (default: torch's own, one per core)")
     args = parser.parse_args()
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
+    load_before = open("/proc/loadavg").read().split()[:3]
+    cpu_s: list[float] = []
 
     build_s, chunks, cards_s, reingest_s, model_load_s, export_s = [], 0, [], [], [], []
     for _ in range(args.repeats):
@@ -42,7 +49,9 @@ def main() -> None:
             kb.build()
             cards_s.append(time.perf_counter() - t0)
             export_s.append(OnnxManifest.read(manifest_path(kb.models_dir, DEFAULT_MODEL)).export_seconds)
+            cpu0 = time.process_time()
             report = kb.ingest_markdown_folder(args.docs)
+            cpu_s.append(time.process_time() - cpu0)
             build_s.append(report.seconds)
             chunks = report.chunks
             again = kb.ingest_markdown_folder(args.docs)
@@ -55,6 +64,10 @@ def main() -> None:
         "docs_chunks": chunks,
         "docs_ingest_median_s": round(median, 2),
         "docs_chunks_per_s": round(chunks / median, 1),
+        "docs_ingest_cpu_s": round(statistics.median(cpu_s), 1),  # all threads: what 2 idle cores share
+        "precision": kb.embedder().precision,
+        "threads": args.threads or "torch default",
+        "load_average_before_after": [load_before, open("/proc/loadavg").read().split()[:3]],
         "cards_build_median_s": round(statistics.median(cards_s), 2),
         "model_load_s": round(statistics.median(model_load_s), 2),
         "onnx_export_s": round(statistics.median(export_s), 2),

@@ -34,6 +34,8 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 TMUX = shutil.which("tmux")
+#: A tmux server of this run's own (-L): other tmux users of the machine cannot end it under us.
+TMUX_CMD = [TMUX or "tmux", "-L", f"bench-{os.getpid()}"]
 SEED = "examples/seed-qwen32b-h800-long-input.yaml"
 QUESTIONS = [
     "Why is each request so much slower at 40 clients than alone?",
@@ -48,16 +50,16 @@ PROSE = "Only about 5 requests of 64,000 tokens fit in the KV cache [1]; the res
 class Terminal:
     def __init__(self, name: str, command: str, env: dict[str, str]) -> None:
         self.name = name
-        args = [TMUX, "new-session", "-d", "-s", name, "-x", "100", "-y", "50", "-c", str(REPO)]
+        args = [*TMUX_CMD, "new-session", "-d", "-s", name, "-x", "100", "-y", "50", "-c", str(REPO)]
         for key, value in env.items():
             args += ["-e", f"{key}={value}"]
         subprocess.run(args + [command], check=True)
 
     def screen(self) -> str:
-        return subprocess.run([TMUX, "capture-pane", "-t", self.name, "-p"], capture_output=True, text=True).stdout
+        return subprocess.run([*TMUX_CMD, "capture-pane", "-t", self.name, "-p"], capture_output=True, text=True).stdout
 
     def keys(self, *keys: str, literal: bool = False) -> None:
-        subprocess.run([TMUX, "send-keys", "-t", self.name, *(["-l"] if literal else []), *keys], check=True)
+        subprocess.run([*TMUX_CMD, "send-keys", "-t", self.name, *(["-l"] if literal else []), *keys], check=True)
 
     def wait_for(self, text: str, timeout: float) -> None:
         deadline = time.monotonic() + timeout
@@ -67,7 +69,7 @@ class Terminal:
             time.sleep(0.05)
 
     def close(self) -> None:
-        subprocess.run([TMUX, "kill-session", "-t", self.name], capture_output=True)
+        subprocess.run([*TMUX_CMD, "kill-session", "-t", self.name], capture_output=True)
 
 
 def last_message_line(screen: str) -> str:
@@ -98,7 +100,7 @@ def run_writer(writer: str, repeats: int, llm_url: str | None) -> list[float]:
             command += f" --llm-base-url {llm_url} --llm-model stand-in"
         term = Terminal(f"bench-tui-token-{os.getpid()}-{writer}", command, {"VLLM_ADVISOR_HOME": str(home), "LANG": "C.UTF-8", "TERM": "xterm-256color"})
         try:
-            term.wait_for("KV cache size", timeout=180)  # the evidence has been read and modelled
+            term.wait_for("KV cache", timeout=180)  # the evidence has been read and modelled
             term.wait_for("^q Quit", timeout=5)
             times = []
             for i in range(repeats):

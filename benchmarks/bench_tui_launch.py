@@ -23,19 +23,21 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 TMUX = shutil.which("tmux")
+#: A tmux server of this run's own (-L): other tmux users of the machine cannot end it under us.
+TMUX_CMD = [TMUX or "tmux", "-L", f"bench-{os.getpid()}"]
 READY = ("Ask about your deployment", "^q Quit")
 TARGET_S = 1.5
 
 
 def screen(name: str) -> str:
-    return subprocess.run([TMUX, "capture-pane", "-t", name, "-p"], capture_output=True, text=True).stdout
+    return subprocess.run([*TMUX_CMD, "capture-pane", "-t", name, "-p"], capture_output=True, text=True).stdout
 
 
 def launch_once(home: Path, index: int, timeout: float = 30) -> float:
     name = f"bench-tui-launch-{os.getpid()}-{index}"
     exe = Path(sys.executable).parent / "vllm-advisor"
     env = {"VLLM_ADVISOR_HOME": str(home), "LANG": "C.UTF-8", "TERM": "xterm-256color"}
-    args = [TMUX, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", "-c", str(REPO)]
+    args = [*TMUX_CMD, "new-session", "-d", "-s", name, "-x", "120", "-y", "40", "-c", str(REPO)]
     for key, value in env.items():
         args += ["-e", f"{key}={value}"]
     start = time.perf_counter()
@@ -47,7 +49,7 @@ def launch_once(home: Path, index: int, timeout: float = 30) -> float:
             time.sleep(0.01)
         raise RuntimeError(f"the chat did not show its prompt within {timeout} s:\n{screen(name)}")
     finally:
-        subprocess.run([TMUX, "kill-session", "-t", name], capture_output=True)
+        subprocess.run([*TMUX_CMD, "kill-session", "-t", name], capture_output=True)
 
 
 def main() -> None:

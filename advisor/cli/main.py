@@ -13,7 +13,6 @@ import sys
 
 import click
 
-from .. import __version__
 from ..errors import AdvisorError
 
 EXIT_INTERNAL = 70
@@ -68,7 +67,7 @@ class AdvisorGroup(click.Group):
 
 
 @click.group(cls=AdvisorGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, prog_name="vllm-advisor")
+@click.version_option(package_name="vllm-advisor", prog_name="vllm-advisor")
 def cli() -> None:
     """Explain why a vLLM deployment is slow and what to change, with numbers and sources.
 

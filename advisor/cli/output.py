@@ -7,7 +7,6 @@ import math
 from typing import Any, Callable
 
 import click
-from pydantic import BaseModel
 from rich.console import Console
 
 _console: Console | None = None
@@ -22,6 +21,8 @@ def console() -> Console:
 
 
 def _jsonable(obj: Any) -> Any:
+    from pydantic import BaseModel  # here, not at the top: `chat` and `--help` never need pydantic
+
     if isinstance(obj, BaseModel):
         return obj.model_dump(mode="json")
     if isinstance(obj, (list, tuple)):
