@@ -96,3 +96,23 @@ def test_watch_never_truncates_an_existing_file_and_ctrl_c_keeps_samples(tmp_pat
     assert len(lines) >= 3 and all(json.loads(line)["families"] for line in lines)
     assert not partial.exists()
     assert existing.read_text() == "precious\n"
+
+
+def test_a_key_in_the_serve_command_reaches_neither_memo_nor_stdout(tmp_path, monkeypatch):
+    import yaml
+    from click.testing import CliRunner
+
+    from vllm_advisor.cli.main import cli
+
+    monkeypatch.setenv("VLLM_ADVISOR_HOME", str(tmp_path / "home"))
+    data = yaml.safe_load(CASE.read_text(encoding="utf-8"))
+    data["deployment"]["serve_command"] = "vllm serve Qwen/Qwen2.5-32B-Instruct -tp 2 --api-key sk-live-0123456789abcdef --max-model-len 65536"
+    case = tmp_path / "case.yaml"
+    case.write_text(yaml.safe_dump(data, allow_unicode=True), encoding="utf-8")
+    memo = tmp_path / "memo.md"
+    runner = CliRunner()
+    for args in (["memo", "--profile", str(case), "-o", str(memo)], ["ask", "--profile", str(case), "--json"], ["ask", "--profile", str(case)]):
+        result = runner.invoke(cli, args)
+        assert result.exit_code == 0, result.output
+        assert "sk-live-0123456789abcdef" not in result.output
+    assert "sk-live-0123456789abcdef" not in memo.read_text(encoding="utf-8")

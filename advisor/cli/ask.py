@@ -217,4 +217,6 @@ def _print_answer(answer, streamed: bool) -> None:
     if streamed:
         click.echo("")
         console().print(Rule(answer.notes[0] if answer.notes else "the LLM's answer was not used", style="yellow"))
-    console().print(Markdown(answer.markdown))
+    from ..logs import redact_text
+
+    console().print(Markdown(redact_text(answer.markdown) or ""))

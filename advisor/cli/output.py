@@ -34,8 +34,21 @@ def _jsonable(obj: Any) -> Any:
     return obj
 
 
+def _scrubbed(obj: Any) -> Any:
+    """Every string through the log's redaction (one function for log, memo, stdout and stderr)."""
+    from ..logs import redact_text
+
+    if isinstance(obj, str):
+        return redact_text(obj)
+    if isinstance(obj, list):
+        return [_scrubbed(o) for o in obj]
+    if isinstance(obj, dict):
+        return {k: _scrubbed(v) for k, v in obj.items()}
+    return obj
+
+
 def emit_json(obj: Any) -> None:
-    click.echo(json.dumps(_jsonable(obj), indent=2, ensure_ascii=False))
+    click.echo(json.dumps(_scrubbed(_jsonable(obj)), indent=2, ensure_ascii=False))
 
 
 def emit(obj: Any, as_json: bool, render: Callable[[Any], Any]) -> None:

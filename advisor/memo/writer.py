@@ -126,8 +126,11 @@ def _plots_markdown(language: str, plots, skipped: list[str], link_base: Path) -
 
 def write_text_atomic(path: Path, text: str) -> None:
     """Write to a temporary file in the same folder, then rename over the target (atomic on POSIX):
-    the old memo stays whole until the new one is complete."""
-    write_bytes_atomic(path, text.encode("utf-8"))
+    the old memo stays whole until the new one is complete. Credentials are scrubbed on the way (the
+    log's redaction: a serve command or a note can carry an --api-key)."""
+    from ..logs import redact_text
+
+    write_bytes_atomic(path, (redact_text(text) or "").encode("utf-8"))
 
 
 def write_bytes_atomic(path: Path, data: bytes) -> None:
