@@ -96,6 +96,14 @@ def test_bad_input_is_one_line(tmp_path):
     (tmp_path / "results.json.gz").write_bytes(b"nope")
     res = runner.invoke(cli, ["validate", str(tmp_path / "results.json.gz")])
     assert res.exit_code == 3 and "not a readable results file" in res.output
+    # A real run file with one load point damaged (its spec lost): one line naming the file.
+    data = json.loads(gzip.decompress((RUNS / "qwen3moe-b8192" / "results.json.gz").read_bytes()))
+    del data["points"][2]["spec"]["input_len"]
+    damaged = tmp_path / "damaged" / "results.json"
+    damaged.parent.mkdir()
+    damaged.write_text(json.dumps(data))
+    res = runner.invoke(cli, ["validate", str(damaged.parent)])
+    assert res.exit_code == 3 and "missing or malformed" in res.output and "internal error" not in res.output
 
 
 def test_held_out_errors_meet_the_issue_bars_and_match_the_catalog(report):

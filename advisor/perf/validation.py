@@ -243,7 +243,10 @@ def validate_runs(root: Path, efficiency: Efficiency | None = None) -> Validatio
     notes: list[str] = []
     engines = set()
     for f in files:
-        pts, kv, n = validate_file(f, split_of, efficiency)
+        try:
+            pts, kv, n = validate_file(f, split_of, efficiency)
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a damaged or hand-edited file: one line, not a traceback
+            raise InputFileError(f"{f}: a load point or server field is missing or malformed ({type(exc).__name__}: {str(exc)[:120]})") from exc
         points += pts
         kvs += [kv] if kv else []
         notes += n
