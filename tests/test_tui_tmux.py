@@ -112,8 +112,8 @@ def test_motivating_question_in_a_real_terminal(terminal):
 
     screen = scroll_up_to("参考来源")
     assert f"• [{shown[0]}] " in screen  # the list of sources it cites, in order
-    screen = scroll_up_to("结论")  # the start of the answer: what was asked, answered first
-    assert "带预填充块的一步约" in screen
+    scroll_up_to("结论")  # the start of the answer, on screen
+    assert "带预填充块的一步约" in entry.output.split("\n\n")[1]  # what was asked, answered first
 
     terminal.keys("C-q")
     terminal.wait_for("chat-exited-0", timeout=15)
@@ -148,5 +148,16 @@ def test_first_answer_fits_a_screen_at_80_columns(tmp_path):
         term.keys("/details", literal=True)
         term.keys("Enter")
         term.wait_for("• [12] ", timeout=30)  # the full analysis, with every source
+        term.keys("/copy", literal=True)
+        term.keys("Enter")
+        listing = term.wait_for("Ask about your deployment", timeout=20)
+        deadline = time.monotonic() + 20
+        while not re.search(r"1\.? +vllm bench serve --model", listing) and time.monotonic() < deadline:
+            time.sleep(0.2)
+            listing = term.screen()
+        assert re.search(r"1\.? +vllm bench serve --model", listing), listing  # the commands of the latest answer, numbered
+        term.keys("/copy 1", literal=True)
+        term.keys("Enter")
+        term.wait_for("copied: vllm bench serve", timeout=20)
     finally:
         term.close()

@@ -321,7 +321,9 @@ def code_blocks(markdown: str) -> list[str]:
     """The fenced code blocks of an answer, in order (what /copy N copies), without their fences."""
     import re
 
-    return [m.group(2).rstrip("\n") for m in re.finditer(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", markdown, re.M | re.S)] + [
+    import textwrap
+
+    return [textwrap.dedent(m.group(2)).strip("\n") for m in re.finditer(r"^[ \t]*(```|~~~)[^\n]*\n(.*?)^[ \t]*\1[ \t]*$", markdown, re.M | re.S)] + [
         m.group(1) for m in re.finditer(r"(?<!`)`([^`\n]{2,})`(?!`)", markdown) if m.group(1).lstrip().startswith(("--", "vllm", "-q", "-tp", "pip "))
     ]
 
