@@ -88,7 +88,10 @@ def human_readable_int(text: str, name: str, allow_auto: bool = False) -> int:
     if match:
         number, suffix = match.groups()
         if suffix in _DECIMAL:
-            return int(float(number) * _DECIMAL[suffix])
+            try:
+                return int(float(number) * _DECIMAL[suffix])
+            except (ValueError, OverflowError):
+                raise _bad(name, "an integer (e.g. 8192, 64k, 32K)", text) from None
         if "." in number:
             raise _bad(name, f"an integer (decimals are not allowed with {suffix}; did you mean {number}{suffix.lower()}?)", text)
         return int(number) * _BINARY[suffix]
@@ -118,13 +121,13 @@ def _to_int(value: Any, name: str, human: bool, allow_auto: bool = False) -> int
 def _to_float(value: Any, name: str) -> float:
     if isinstance(value, bool):
         raise _bad(name, "a number", value)
-    if isinstance(value, (int, float)):
-        return float(value)
-    if isinstance(value, str):
-        try:
+    try:
+        if isinstance(value, (int, float)):
+            return float(value)
+        if isinstance(value, str):
             return float(value.strip())
-        except ValueError:
-            raise _bad(name, "a number", value) from None
+    except (ValueError, OverflowError):  # "abc", or an integer past 1.8e308
+        raise _bad(name, "a number", value) from None
     raise _bad(name, "a number", value)
 
 
