@@ -82,7 +82,7 @@ ALLOWED = {
     "flashattention", "nccl", "all", "reduce", "url", "max", "mean", "p50", "p99", "tp", "dp", "what", "if", "req", "inf", "rms",
     "prefill", "decode", "preemption", "prefix", "disaggregation", "detokenize", "attention", "server", "tokenizer", "metrics",
     "bench", "serve", "maximum", "concurrency", "logprobs", "ampere", "hopper", "workload", "sum", "rate", "by", "le", "histogram",
-    "quantile", "seconds", "pd", "utc", "prometheus", "advisor", "bucket", "total", "perc", "usage", "running", "waiting", "num", "requests", "model", "name", "the",
+    "quantile", "seconds", "pd", "cpu", "utc", "prometheus", "advisor", "bucket", "total", "perc", "usage", "running", "waiting", "num", "requests", "model", "name", "the",
 }
 CODE = re.compile(r"```.*?```|`[^`\n]*`|<https?://[^>\s]+>|https?://\S+|\[[^\]]*\]\([^)]*\)|“[^”]*”|\*\*问题:\*\*[^\n]*", re.S)
 SOURCE_TITLE = re.compile(r"(调优卡片|vLLM 文档|issue 讨论)：[^\n]*")

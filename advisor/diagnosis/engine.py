@@ -175,7 +175,10 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
     (``note.text``) after the ones the typed notes already say."""
     out: list[Msg] = []
     engine = inputs.engine
-    covered = ("vLLM version", "max_model_len not given")
+    covered: tuple[str, ...] = ("vLLM version", "max_model_len not given")
+    if (inputs.deployment.engine or "vllm").lower() != "vllm":
+        out.append(msg("note.other_engine", engine=inputs.deployment.engine))
+        covered += (f"engine {inputs.deployment.engine}: ",)
     if engine is not None:
         cfg = engine.config
         if cfg.version_assumed:
@@ -186,7 +189,7 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
         missing = [name for name, value in (("model", inputs.deployment.model), ("GPU", inputs.deployment.gpu)) if not value]
         out.append(msg("note.no_model", missing=missing))
     elif inputs.engine_error:
-        out.append(msg("note.text", text=inputs.engine_error))
+        out.append(msg("note.engine_error", reason=inputs.engine_error))
     skipped = list(getattr(inputs, "skipped", []) or [])
     for note in skipped:  # typed by the gatherer: worded here, not copied from its English line
         out.append(msg(f"input.{note.code}", where=" ".join(x for x in (note.source or "", f"[{note.field}]" if note.field else "") if x), detail=note.detail))
