@@ -56,7 +56,7 @@ SIMILAR_SHOWN = 3
 
 def _learned_order(board: Board, inputs: DiagnosisInputs):
     """Order the causes by the fitted ranker (ranker.py); the board's own order when no weights ship."""
-    from ..schema import Evidence, SimilarReport
+    from ..schema import CAUSE_IDS, Evidence, SimilarReport
     from .ranker import packaged_model, rank, undecided
     from .semantic import embed_text, packaged_index, signals
 
@@ -77,11 +77,16 @@ def _learned_order(board: Board, inputs: DiagnosisInputs):
             break
         has_evidence = r.cause in board.hypotheses and board.hypotheses[r.cause].score > 0
         voters = [n for n in (sem.neighbours if sem else []) if r.cause in n.causes]
-        if not has_evidence and (r.probability < MIN_PROBABILITY_WITHOUT_EVIDENCE or not voters):
+        # the first three are the ranker's, as scored on the validation part; past them a cause
+        # needs evidence of its own or a fair probability
+        if len(ranked) >= 3 and not has_evidence and r.probability < MIN_PROBABILITY_WITHOUT_EVIDENCE:
             continue
         h = board.get(r.cause)
         for n in voters[:2]:
             h.evidence.append(Evidence(kind="source", origin="library", label=msg("ev.similar_case", id=n.id), value=round(n.similarity, 2), detail=msg("detail.url", url=n.url)))
+        if sem is not None and not h.evidence:
+            k = CAUSE_IDS.index(r.cause)
+            h.evidence.append(Evidence(kind="text", origin="question", label=msg("ev.symptom_closeness"), value=round(float(sem.symptom[k]), 2)))
         h.probability = r.probability
         ranked.append(h)
     similar = [SimilarReport(id=n.id, url=n.url, causes=n.causes, fix=n.fix, similarity=round(n.similarity, 2)) for n in (sem.neighbours if sem else [])[:SIMILAR_SHOWN]]
