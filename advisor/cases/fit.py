@@ -157,23 +157,49 @@ def labels_matrix(cases: list[LibraryCase]) -> np.ndarray:
     return y.reshape(-1)
 
 
-def fit_model(cases: list[LibraryCase], evs: list[CaseEvidence], index):
-    """Fit on ``cases`` only (neighbours from the same cases, each without itself)."""
+def cooccurrence(labels: list[list[str]]) -> np.ndarray:
+    """P(b established | a established) over the given cases (row a, column b; diagonal 0)."""
+    pos = {c: i for i, c in enumerate(CAUSE_IDS)}
+    counts = np.zeros((len(CAUSE_IDS), len(CAUSE_IDS)))
+    seen = np.ones(len(CAUSE_IDS))
+    for causes in labels:
+        idx = [pos[c] for c in causes]
+        for a in idx:
+            seen[a] += 1
+            for b in idx:
+                if a != b:
+                    counts[a, b] += 1
+    return counts / seen[:, None]
+
+
+def _fit_stage(x: np.ndarray, y: np.ndarray):
     from sklearn.linear_model import LogisticRegression
 
-    from ..diagnosis.ranker import RankerModel
+    from ..diagnosis.ranker import Stage
+
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    lr = LogisticRegression(C=C_REGULARISATION, max_iter=3000)
+    lr.fit((x - mean) / scale, y)
+    return Stage(mean, scale, lr.coef_[0], float(lr.intercept_[0]))
+
+
+def fit_model(cases: list[LibraryCase], evs: list[CaseEvidence], index):
+    """Fit on ``cases`` only (neighbours from the same cases, each without itself)."""
+    from ..diagnosis.ranker import RankerModel, _sigmoid, companions
 
     keep = [index.ids.index(c.id) for c in cases]
     sub = index.subset(keep)
     prior = log_prior([c.report.causes for c in cases])
     x = rows_for(evs, sub, prior, exclude_self=True)
     y = labels_matrix(cases)
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale[scale < 1e-9] = 1.0
-    lr = LogisticRegression(C=C_REGULARISATION, max_iter=2000)
-    lr.fit((x - mean) / scale, y)
-    model = RankerModel(mean, scale, lr.coef_[0], float(lr.intercept_[0]), prior, {"fitted_on": len(cases)})
+    first = _fit_stage(x, y)
+    cooc = cooccurrence([c.report.causes for c in cases])
+    p1 = _sigmoid(first.logits(x)).reshape(len(cases), len(CAUSE_IDS))
+    comp = np.vstack([companions(p, cooc) for p in p1]).reshape(-1, 1)
+    second = _fit_stage(np.hstack([x, comp]), y)
+    model = RankerModel(first, second, cooc, prior, {"fitted_on": len(cases)})
     return model, sub
 
 

@@ -76,30 +76,62 @@ def feature_rows(board: Board, sem: SemanticSignals | None, prior: np.ndarray) -
     return x
 
 
+def _sigmoid(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-z))
+
+
 @dataclass(frozen=True)
-class RankerModel:
+class Stage:
     """Standardise, then a logistic regression shared by all causes (the prior carries each cause's base rate)."""
 
     mean: np.ndarray
     scale: np.ndarray
     coef: np.ndarray
     intercept: float
+
+    def logits(self, rows: np.ndarray) -> np.ndarray:
+        return ((rows - self.mean) / self.scale) @ self.coef + self.intercept
+
+    def to_dict(self) -> dict:
+        return {"mean": self.mean.tolist(), "scale": self.scale.tolist(), "coef": self.coef.tolist(), "intercept": self.intercept}
+
+    @classmethod
+    def from_dict(cls, raw: dict) -> Stage:
+        return cls(np.array(raw["mean"]), np.array(raw["scale"]), np.array(raw["coef"]), float(raw["intercept"]))
+
+
+def companions(p1: np.ndarray, cooc: np.ndarray) -> np.ndarray:
+    """Per cause, the strongest support from a likely companion: max_j p(j) * P(cause | j).
+    Causes come in pairs in real threads (KV capacity with preemption, queueing with a misleading
+    benchmark); a first-stage probability for one raises the other."""
+    return np.max(p1[:, None] * cooc, axis=0)
+
+
+@dataclass(frozen=True)
+class RankerModel:
+    """Two logistic stages: the evidence, then the evidence plus each cause's likely companions."""
+
+    first: Stage
+    second: Stage
+    cooc: np.ndarray  # (20, 20): P(column cause established | row cause established), fitting part
     prior: np.ndarray  # log base rate per cause, from the fitting part
     meta: dict
 
     def probabilities(self, rows: np.ndarray) -> np.ndarray:
-        z = ((rows - self.mean) / self.scale) @ self.coef + self.intercept
-        return 1.0 / (1.0 + np.exp(-z))
+        """``rows``: one case (20 rows) or several stacked; probabilities in the same layout."""
+        n = len(CAUSE_IDS)
+        p1 = _sigmoid(self.first.logits(rows)).reshape(-1, n)
+        comp = np.vstack([companions(p, self.cooc) for p in p1]).reshape(-1, 1)
+        return _sigmoid(self.second.logits(np.hstack([rows, comp])))
 
     def to_json(self) -> str:
         return json.dumps(
             {
                 "features": list(FEATURES),
                 "causes": list(CAUSE_IDS),
-                "mean": self.mean.tolist(),
-                "scale": self.scale.tolist(),
-                "coef": self.coef.tolist(),
-                "intercept": self.intercept,
+                "first": self.first.to_dict(),
+                "second": self.second.to_dict(),
+                "cooc": self.cooc.tolist(),
                 "prior": self.prior.tolist(),
                 "meta": self.meta,
             },
@@ -109,11 +141,9 @@ class RankerModel:
     @classmethod
     def from_json(cls, text: str) -> RankerModel:
         raw = json.loads(text)
-        if raw["features"] != list(FEATURES) or raw["causes"] != list(CAUSE_IDS):
+        if raw["features"] != list(FEATURES) or raw["causes"] != list(CAUSE_IDS) or "second" not in raw:
             raise ValueError("ranker weights were fitted for other features or causes; refit them")
-        return cls(
-            np.array(raw["mean"]), np.array(raw["scale"]), np.array(raw["coef"]), float(raw["intercept"]), np.array(raw["prior"]), raw.get("meta", {})
-        )
+        return cls(Stage.from_dict(raw["first"]), Stage.from_dict(raw["second"]), np.array(raw["cooc"]), np.array(raw["prior"]), raw.get("meta", {}))
 
 
 @functools.cache
