@@ -30,8 +30,11 @@ def test_every_library_file_loads_with_a_label(library):
         assert len(set(case.report.causes)) == len(case.report.causes), case.id
 
 
-def test_dev_cases_belong_to_the_library(dev):
+def test_dev_cases_belong_to_the_library(dev, library):
     assert len(dev) == 12
+    assert len(library) + len(dev) >= 150
+    zh = [c for c in library if c.language == "zh"]
+    assert len(zh) >= 30
     assert all(c.part == "fit" for c in dev)
 
 

@@ -337,7 +337,7 @@ def render_similar(diagnosis: Diagnosis, language: str) -> list[str]:
         # the library's fix notes are English: a Chinese answer names the causes and links the thread
         fix = phrase(language, "similar_fix", fix=_clip(r.fix, 140)) if r.fix and normalize_language(language) != "zh" else ""
         causes = sep.join(cause_name(language, c) for c in r.causes)
-        out.append("- " + phrase(language, "similar_line", id=r.id, causes=causes, similarity=f"{r.similarity:.2f}", fix=fix, url=r.url))
+        out.append("- " + phrase(language, "similar_line", case=r.id, causes=causes, similarity=f"{r.similarity:.2f}", fix=fix, url=r.url))
     return out + [""]
 
 

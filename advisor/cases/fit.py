@@ -185,8 +185,30 @@ def _fit_stage(x: np.ndarray, y: np.ndarray):
     return Stage(mean, scale, lr.coef_[0], float(lr.intercept_[0]))
 
 
-def fit_model(cases: list[LibraryCase], evs: list[CaseEvidence], index):
-    """Fit on ``cases`` only (neighbours from the same cases, each without itself)."""
+def fit_model(cases: list[LibraryCase], evs: list[CaseEvidence], index, *, calibrate: bool = True):
+    """Fit on ``cases`` only (neighbours from the same cases, each without itself); then scale the
+    confidences by out-of-fold predictions within the same cases (Platt scaling)."""
+    model, sub = _fit_uncalibrated(cases, evs, index)
+    if not calibrate or len(cases) < 25:
+        return model, sub
+    from sklearn.linear_model import LogisticRegression
+
+    fold = [int(hashlib.sha256(c.id.encode()).hexdigest()[16:24], 16) % 5 for c in cases]
+    logits, labels = [], []
+    for f in range(5):
+        train = [k for k in range(len(cases)) if fold[k] != f]
+        test = [k for k in range(len(cases)) if fold[k] == f]
+        if not test:
+            continue
+        m, idx = _fit_uncalibrated([cases[k] for k in train], [evs[k] for k in train], index)
+        rows = rows_for([evs[k] for k in test], idx, m.prior, exclude_self=False)
+        logits.append(m.logits(rows))
+        labels.append(labels_matrix([cases[k] for k in test]))
+    platt = LogisticRegression(C=1e6, max_iter=1000).fit(np.concatenate(logits).reshape(-1, 1), np.concatenate(labels))
+    return model.with_calibration(platt.coef_[0][0], platt.intercept_[0]), sub
+
+
+def _fit_uncalibrated(cases: list[LibraryCase], evs: list[CaseEvidence], index):
     from ..diagnosis.ranker import RankerModel, _sigmoid, companions
 
     keep = [index.ids.index(c.id) for c in cases]
@@ -225,8 +247,13 @@ def score(rankings: list[list[str]], truths: list[list[str]]) -> Score:
 
 def predict_rankings(model, evs, index) -> tuple[list[list[str]], np.ndarray]:
     rows = rows_for(evs, index, model.prior, exclude_self=False)
+    from ..diagnosis.ranker import order_causes, shown_probabilities
+
     p = model.probabilities(rows).reshape(len(evs), len(CAUSE_IDS))
-    rankings = [[CAUSE_IDS[i] for i in np.argsort(-p[k], kind="stable")] for k in range(len(evs))]
+    rankings = []
+    for k, ev in enumerate(evs):
+        p[k], strong = shown_probabilities(p[k], board_of(ev))
+        rankings.append([CAUSE_IDS[i] for i in order_causes(p[k], strong)])
     return rankings, p
 
 

@@ -83,7 +83,7 @@ def _learned_order(board: Board, inputs: DiagnosisInputs):
             continue
         h = board.get(r.cause)
         for n in voters[:2]:
-            h.evidence.append(Evidence(kind="source", origin="library", label=msg("ev.similar_case", id=n.id), value=round(n.similarity, 2), detail=msg("detail.url", url=n.url)))
+            h.evidence.append(Evidence(kind="source", origin="library", label=msg("ev.similar_case", case=n.id), value=round(n.similarity, 2), detail=msg("detail.url", url=n.url)))
         if sem is not None and not h.evidence:
             k = CAUSE_IDS.index(r.cause)
             h.evidence.append(Evidence(kind="text", origin="question", label=msg("ev.symptom_closeness"), value=round(float(sem.symptom[k]), 2)))

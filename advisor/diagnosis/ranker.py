@@ -116,13 +116,24 @@ class RankerModel:
     cooc: np.ndarray  # (20, 20): P(column cause established | row cause established), fitting part
     prior: np.ndarray  # log base rate per cause, from the fitting part
     meta: dict
+    #: Platt scaling of the second stage's logit, fitted on out-of-fold predictions of the fitting
+    #: part: in-sample probabilities are overconfident, the shown confidence should not be.
+    calibration: tuple[float, float] = (1.0, 0.0)
 
-    def probabilities(self, rows: np.ndarray) -> np.ndarray:
-        """``rows``: one case (20 rows) or several stacked; probabilities in the same layout."""
+    def logits(self, rows: np.ndarray) -> np.ndarray:
+        """The uncalibrated ranking score (same order as the probabilities)."""
         n = len(CAUSE_IDS)
         p1 = _sigmoid(self.first.logits(rows)).reshape(-1, n)
         comp = np.vstack([companions(p, self.cooc) for p in p1]).reshape(-1, 1)
-        return _sigmoid(self.second.logits(np.hstack([rows, comp])))
+        return self.second.logits(np.hstack([rows, comp]))
+
+    def probabilities(self, rows: np.ndarray) -> np.ndarray:
+        """``rows``: one case (20 rows) or several stacked; probabilities in the same layout."""
+        a, b = self.calibration
+        return _sigmoid(a * self.logits(rows) + b)
+
+    def with_calibration(self, a: float, b: float) -> RankerModel:
+        return RankerModel(self.first, self.second, self.cooc, self.prior, self.meta, (float(a), float(b)))
 
     def to_json(self) -> str:
         return json.dumps(
@@ -133,6 +144,7 @@ class RankerModel:
                 "second": self.second.to_dict(),
                 "cooc": self.cooc.tolist(),
                 "prior": self.prior.tolist(),
+                "calibration": list(self.calibration),
                 "meta": self.meta,
             },
             indent=1,
@@ -143,7 +155,7 @@ class RankerModel:
         raw = json.loads(text)
         if raw["features"] != list(FEATURES) or raw["causes"] != list(CAUSE_IDS) or "second" not in raw:
             raise ValueError("ranker weights were fitted for other features or causes; refit them")
-        return cls(Stage.from_dict(raw["first"]), Stage.from_dict(raw["second"]), np.array(raw["cooc"]), np.array(raw["prior"]), raw.get("meta", {}))
+        return cls(Stage.from_dict(raw["first"]), Stage.from_dict(raw["second"]), np.array(raw["cooc"]), np.array(raw["prior"]), raw.get("meta", {}), tuple(raw.get("calibration", (1.0, 0.0))))
 
 
 @functools.cache
@@ -164,16 +176,53 @@ class RankedCause:
     probability: float
 
 
+#: Evidence kinds the case library cannot teach: its reports carry words and a few reported figures,
+#: almost never a measurement or a modelled deployment with the user's workload.
+STRUCTURED_KINDS = ("measured", "model")
+#: The board's own scale (board.py): 3.0 is a fact or measurement that by itself establishes a cause.
+ESTABLISHING = 3.0
+
+
+def established_by_structure(board: Board) -> np.ndarray:
+    """Per cause (CAUSE_IDS order): structured evidence at the establishing level."""
+    out = np.zeros(len(CAUSE_IDS), dtype=bool)
+    for i, cause in enumerate(CAUSE_IDS):
+        h = board.hypotheses.get(cause)
+        if h is not None and sum(h.by_kind.get(k, 0.0) for k in STRUCTURED_KINDS) >= ESTABLISHING:
+            out[i] = True
+    return out
+
+
+def order_causes(p: np.ndarray, strong: np.ndarray) -> np.ndarray:
+    """Indices, first the causes that measurements or the model establish (by probability), then the
+    rest by probability. The fitted weights know words well and measurements hardly at all (the
+    library has next to none), so a measurement at the establishing level is not outranked by a
+    phrase; the probability shown stays the fitted one."""
+    return np.lexsort((-p, ~strong))
+
+
+def shown_probabilities(p: np.ndarray, board: Board) -> tuple[np.ndarray, np.ndarray]:
+    """A cause the measurements or the model establish shows at least the board's own confidence
+    for its structured evidence (1 - exp(-w/2): 3.0 -> 0.78), not the words-only estimate."""
+    p = p.copy()
+    strong = established_by_structure(board)
+    for i in np.flatnonzero(strong):
+        h = board.hypotheses[CAUSE_IDS[i]]
+        weight = sum(h.by_kind.get(k, 0.0) for k in STRUCTURED_KINDS)
+        p[i] = max(p[i], 1.0 - np.exp(-weight / 2.0))
+    return p, strong
+
+
 def rank(board: Board, sem: SemanticSignals | None, model: RankerModel) -> list[RankedCause]:
-    """Every cause with its probability, most likely first."""
-    p = model.probabilities(feature_rows(board, sem, model.prior))
-    order = np.argsort(-p, kind="stable")
+    """Every cause with its probability, in the order the findings take."""
+    p, strong = shown_probabilities(model.probabilities(feature_rows(board, sem, model.prior)), board)
+    order = order_causes(p, strong)
     return [RankedCause(CAUSE_IDS[i], float(p[i])) for i in order]
 
 
 def undecided(ranked: list[RankedCause]) -> list[str]:
     """The leading causes the evidence cannot separate (empty when the first one stands out)."""
-    if len(ranked) < 2:
+    if len(ranked) < 2 or ranked[1].probability > ranked[0].probability:
         return []
     lead = ranked[0].probability
     close = [r.cause for r in ranked[:3] if lead - r.probability < UNDECIDED_MARGIN]

