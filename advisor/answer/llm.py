@@ -230,7 +230,7 @@ def discover_model(base_url: str, api_key: str | None, timeout: float, deadline_
 
 
 def _generate(messages, *, base_url: str, model: str, api_key: str | None, timeout: float, stream: bool, on_token, temperature: float,
-              deadline_at: float | None = None) -> str:
+              deadline_at: float | None = None, http_client=None) -> str:
     from langchain_openai import ChatOpenAI
     from pydantic import SecretStr
 
@@ -239,7 +239,7 @@ def _generate(messages, *, base_url: str, model: str, api_key: str | None, timeo
     deadline = deadline_at or time.monotonic() + timeout
     llm = ChatOpenAI(
         # every byte of the answer (SSE pings included) counts against the deadline and the body cap
-        http_client=bounded_client(deadline_at=deadline, timeout=timeout),
+        http_client=http_client or bounded_client(deadline_at=deadline, timeout=timeout),
         model=model,
         base_url=base_url,
         api_key=SecretStr(api_key or "EMPTY"),  # vLLM without --api-key accepts any value
@@ -351,11 +351,14 @@ def write_answer_llm(
     url = normalize_base_url(base_url)
     if url is None:
         return fallback(phrase(lang, "llm_bad_url", url=shown_url))
-    try:
-        from ..probe.http import call_with_deadline
+    from ..probe.http import bounded_client, call_with_deadline
 
+    deadline = time.monotonic() + timeout  # one deadline for the whole answer: /models and the generation
+    # the generation's client, closed by whoever stops first: the worker when it is done, the caller
+    # at the deadline or on Ctrl-C (so no worker is left reading a stream when the process exits)
+    client = bounded_client(deadline_at=deadline, timeout=timeout)
+    try:
         messages = build_prompt(inputs, diagnosis, sources, language=lang)
-        deadline = time.monotonic() + timeout  # one deadline for the whole answer: /models and the generation
 
         def ask_endpoint() -> tuple[str, str]:
             import warnings
@@ -364,13 +367,15 @@ def write_answer_llm(
             with warnings.catch_warnings():  # a malformed usage block makes pydantic warn on stderr; the answer is checked below
                 warnings.simplefilter("ignore")
                 return name, _generate(messages, base_url=url, model=name, api_key=key, timeout=timeout, stream=stream, on_token=on_token,
-                                   temperature=temperature, deadline_at=deadline)
+                                       temperature=temperature, deadline_at=deadline, http_client=client)
 
-        model, raw = call_with_deadline(ask_endpoint, timeout + DEADLINE_GRACE_S)
+        model, raw = call_with_deadline(ask_endpoint, timeout + DEADLINE_GRACE_S, on_abandon=client.close)
     except ImportError as exc:
         return fallback(phrase(lang, "llm_missing_package", reason=str(exc)))
     except Exception as exc:  # every failure of the endpoint or of its reply means: use the embedded answer
         return fallback(describe_failure(exc, url=shown_url, timeout=timeout, language=lang, secret=key))
+    finally:
+        client.close()
 
     text = strip_thinking(raw)
     if not text:

@@ -15,8 +15,10 @@ existing handling of a timeout or a broken connection applies unchanged.
 
 from __future__ import annotations
 
+import atexit
 import os
 import threading
+import weakref
 import time
 from typing import Any, Callable, Iterator, TypeVar
 
@@ -28,6 +30,8 @@ T = TypeVar("T")
 #: answer). Real ones are kilobytes; a streamed answer of 4,000 tokens is ~1 MB of SSE chunks.
 #: VLLM_ADVISOR_MAX_HTTP_MB overrides.
 DEFAULT_MAX_BODY_BYTES = 32 * 1024 * 1024
+#: How long a caller that stopped waiting gives the worker to end once its connection is closed.
+ABANDON_JOIN_S = 1.0
 
 
 def max_body_bytes() -> int:
@@ -159,6 +163,17 @@ def bounded_async_client(*, deadline_at: float | None = None, per_request_s: flo
     return httpx.AsyncClient(transport=transport, **kwargs)
 
 
+_WORKERS: "weakref.WeakSet[threading.Thread]" = weakref.WeakSet()
+
+
+@atexit.register
+def _let_workers_end() -> None:
+    """At exit, give workers that were given up on (their sockets closed) up to 2 s to end."""
+    end = time.monotonic() + 2 * ABANDON_JOIN_S
+    for worker in list(_WORKERS):
+        worker.join(max(0.0, end - time.monotonic()))
+
+
 def call_with_deadline(fn: Callable[[], T], seconds: float, *, on_abandon: Callable[[], None] | None = None) -> T:
     """``fn()`` in a daemon worker thread; the caller waits at most ``seconds`` and then raises
     :class:`AnswerTooSlow` (``on_abandon`` runs first: close the client so the worker's socket
@@ -171,17 +186,26 @@ def call_with_deadline(fn: Callable[[], T], seconds: float, *, on_abandon: Calla
         except BaseException as exc:  # noqa: BLE001 - handed to the caller as raised
             box["error"] = exc
 
+    def abandon() -> None:
+        # close the worker's connection and give it a moment to end: a daemon thread still running
+        # library code (Rust JSON parsers, say) when the interpreter exits can abort the process
+        if on_abandon:
+            try:
+                on_abandon()
+            except Exception:  # noqa: BLE001 - closing is best effort
+                pass
+        worker.join(ABANDON_JOIN_S)
+
     worker = threading.Thread(target=work, name="advisor-http", daemon=True)
     worker.start()
+    _WORKERS.add(worker)
     try:
         worker.join(max(0.0, seconds))
     except KeyboardInterrupt:
-        if on_abandon:
-            on_abandon()
+        abandon()
         raise
     if worker.is_alive():
-        if on_abandon:
-            on_abandon()
+        abandon()
         raise AnswerTooSlow(f"no complete answer within {seconds:g} s")
     if "error" in box:
         raise box["error"]
