@@ -125,7 +125,7 @@ async def test_attach_a_file_that_is_no_evidence(fixtures_dir):
         await send(pilot, app, f"/attach {fixtures_dir / 'vllm-cpu-real/recipe/bench.sh'}")
         await idle(pilot, app)
         errors = [n for n, s in notes if s == "error"]
-        assert len(errors) == 1 and "not a benchmark result, /metrics dump, server log or case file" in errors[0]
+        assert len(errors) == 1 and "bench.sh: not a format the advisor reads" in errors[0]
         assert last(app).startswith("*Not added:")
         assert app.conversation.evidence.empty
     assert rows()[0].error == errors[0]

@@ -65,12 +65,41 @@ def seed_conversation() -> Conversation:
 def test_detects_real_files(fixtures_dir, name, kind, label):
     found = detect_file(fixtures_dir / name)
     assert (found.kind, found.label) == (kind, label)
+    # the chat's own detection says the same, from what the session's gather parsed
+    assert Conversation().detect(fixtures_dir / name) == found
 
 
 def test_detects_the_case_file():
     found = detect_file(SEED)
     assert found.kind == "case"
     assert found.label == "case file: Qwen/Qwen2.5-32B-Instruct, 2 x H800, 3 observations"
+    assert Conversation().detect(SEED) == found
+
+
+def test_an_attached_file_is_parsed_once(fixtures_dir, monkeypatch):
+    """/attach, the side panel and the next question read the file once: the label comes from the
+    Session that the question then uses."""
+    import vllm_advisor.probe.bench as bench_loaders
+
+    calls = []
+    real = bench_loaders.load_runs
+
+    def counting(path, *a, **k):
+        calls.append(Path(path).name)
+        return real(path, *a, **k)
+
+    monkeypatch.setattr(bench_loaders, "load_runs", counting)
+    conv = Conversation()
+    bench = fixtures_dir / LLAMA
+    conv.apply_file(bench, conv.detect(bench))
+    conv.refresh()
+    conv.answer("why is TTFT so high?")
+    assert calls == [bench.name]
+
+
+def test_the_chat_refuses_what_gather_sets_aside(fixtures_dir):
+    with pytest.raises(InputFileError, match="not a format the advisor reads"):
+        Conversation().detect(fixtures_dir / "vllm-cpu-real/recipe/bench.sh")
 
 
 def test_refuses_what_is_no_evidence(fixtures_dir, tmp_path):

@@ -287,6 +287,9 @@ class ChatApp(App[None]):
     def _answer_worker(self, question: str, widget: MessageWidget) -> None:
         check = self._checker()
         try:
+            while "evidence" in self._jobs:  # files still being read (start-up, /attach): the question is about them
+                check()
+                time.sleep(0.05)
             turn = self.conversation.answer(
                 question,
                 on_stage=lambda text, step: self._ui(self._stage, "task", text, step),
@@ -366,14 +369,17 @@ class ChatApp(App[None]):
 
     @work(thread=True, group="evidence", exit_on_error=False)
     def _initial_files_worker(self, files: list[tuple[Path, bool]]) -> None:
-        from .evidence import detect_file
-
         detected = []
-        for path, as_profile in files:
-            try:
-                detected.append((path, detect_file(Path(path).expanduser()), as_profile))
-            except AdvisorError as exc:
-                self._ui(self._error, exc.one_line())
+        try:
+            results = self.conversation.detect_many([(Path(p).expanduser(), as_profile) for p, as_profile in files])
+        except AdvisorError as exc:  # an endpoint or a case file that fails the whole gather
+            self._ui(self._error, exc.one_line())
+            results = []
+        for (path, as_profile), (_, found) in zip(files, results):
+            if isinstance(found, Exception):
+                self._ui(self._error, found.one_line() if isinstance(found, AdvisorError) else str(found))
+            else:
+                detected.append((path, found, as_profile))
         self._ui(self._initial_files_done, detected)
 
     def _initial_files_done(self, detected: list) -> None:
@@ -398,11 +404,9 @@ class ChatApp(App[None]):
 
     @work(thread=True, group="evidence", exit_on_error=False)
     def _evidence_worker(self, raw: str, path: Path, as_profile: bool, widget: MessageWidget) -> None:
-        from .evidence import detect_file
-
         check = self._checker()
         try:
-            detected = detect_file(path)
+            detected = self.conversation.detect(path, as_profile=as_profile, check=check)
             check()
         except Cancelled:
             return

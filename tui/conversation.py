@@ -97,6 +97,58 @@ class Conversation:
 
     # -- evidence (UI thread) ------------------------------------------------------------------
 
+    def detect(self, path: Path, *, as_profile: bool = False, check: Check = _no_check) -> Detected:
+        """What an attached file is, read once: the evidence with the file added is gathered by the
+        Session that the next question will use (cached per evidence state), and the side panel's
+        label comes from what it parsed. A file gather sets aside is refused with its reason."""
+        found = self.detect_many([(path, as_profile)], check)[0][1]
+        if isinstance(found, Exception):
+            raise found
+        return found
+
+    def detect_many(self, files: list[tuple[Path, bool]], check: Check = _no_check) -> list[tuple[Path, Any]]:
+        """``detect`` for several files given together (the chat's start-up files): one gather for
+        all of them. Each result is a Detected or the AdvisorError that refuses the file."""
+        from vllm_advisor.errors import AdvisorError
+        from vllm_advisor.probe.files import check_readable
+
+        from .evidence import _looks_like_case, detect_file, label_from_inputs
+
+        candidate = copy.deepcopy(self.evidence)
+        plan: list[tuple[Path, bool, Any]] = []  # path, read as a case, a result already known
+        for raw, as_profile in files:
+            path = Path(raw).expanduser().resolve()
+            try:
+                check_readable(path)
+                as_case = path.suffix.lower() in (".yaml", ".yml") and _looks_like_case(path)
+                if as_case and (as_profile or candidate.profile is None or candidate.profile == path):
+                    candidate.profile = path
+                    if path in candidate.attachments:
+                        candidate.attachments.remove(path)
+                    plan.append((path, True, None))
+                elif as_case or as_profile:
+                    plan.append((path, as_case, detect_file(path)))  # a case beside the profile, or a profile that is none
+                else:
+                    if path not in candidate.attachments and path != candidate.profile:
+                        candidate.attachments.append(path)
+                    plan.append((path, False, None))
+            except AdvisorError as exc:
+                plan.append((path, False, exc))
+        check()
+        todo = [p for p in plan if p[2] is None]
+        inputs = self._session_for(candidate).gathered(check) if todo else None
+        out: list[tuple[Path, Any]] = []
+        for path, as_case, known in plan:
+            if known is not None:
+                out.append((path, known))
+                continue
+            try:
+                found = label_from_inputs(path, inputs, as_case=as_case)
+                out.append((path, found if found is not None else detect_file(path)))
+            except AdvisorError as exc:
+                out.append((path, exc))
+        return out
+
     def apply_file(self, path: Path, detected: Detected, *, as_profile: bool = False) -> str:
         """Add an attached file already detected (in a worker) and say what happened."""
         path = Path(path).expanduser().resolve()
@@ -153,9 +205,11 @@ class Conversation:
     def session(self):
         """The library Session for the evidence as it stands (one per evidence state, shared by
         the conversations of this process, so switching back to earlier evidence is free)."""
+        return self._session_for(copy.deepcopy(self.evidence))
+
+    def _session_for(self, ev: Evidence):
         from vllm_advisor.session import Session
 
-        ev = copy.deepcopy(self.evidence)
         key = (ev.signature(), self.llm, self.chroma_url)
         with _GATHER_LOCK:
             if key in _GATHER_CACHE:

@@ -81,6 +81,54 @@ def detect_file(path: Path) -> Detected:
     return Detected("server log", "server log: " + (", ".join(found) or f"{len(info.non_default_args)} engine args"))
 
 
+def label_from_inputs(path: Path, inputs, *, as_case: bool) -> Detected | None:
+    """What the side panel says about ``path``, read off the inputs a Session gathered with it (the
+    file parsed once, by gather); None when the gathered inputs do not show it (the caller then
+    detects it on its own)."""
+    for note in getattr(inputs, "skipped", []) or []:
+        if note.source and Path(note.source).expanduser().resolve() == path:
+            raise InputFileError(note.detail or "could not be read", source=str(path))
+    if as_case:
+        case = inputs.case
+        if case is None:
+            return None
+        dep = case.deployment
+        what = [x for x in (dep.model, f"{dep.num_gpus or '?'} x {dep.gpu}" if dep.gpu else None) if x]
+        if case.observations:
+            what.append(f"{len(case.observations)} observations")
+        return Detected("case", "case file" + (": " + ", ".join(what) if what else ""))
+
+    def same(source: str | None) -> bool:
+        try:
+            return bool(source) and Path(source).expanduser().resolve() == path
+        except (OSError, ValueError):
+            return False
+
+    runs = [r for r in inputs.measured if same(r.source)]
+    if runs:
+        loads = ", ".join(dict.fromkeys(r.load_label for r in runs))
+        n = len(runs)
+        served = sum(r.server_metrics is not None for r in runs)
+        extra = f", server /metrics for {served}" if served else ""
+        return Detected("bench", f"{runs[0].format}: {n} load point{'s' if n != 1 else ''} ({loads}){extra}")
+    windows = [w for w in inputs.metrics_windows if same(w.source)]
+    if windows:
+        snaps = windows[0].num_snapshots
+        return Detected("metrics", f"/metrics: {snaps} snapshots" if snaps > 1 else "/metrics: one snapshot")
+    logs = [log for log in inputs.server_logs if same(log.source)]
+    if logs:
+        info = logs[0]
+        found = [
+            f"vLLM {info.vllm_version}" if info.vllm_version else None,
+            info.model,
+            f"KV cache {info.kv_cache_tokens:,} tokens" if info.kv_cache_tokens else None,
+            f"{len(info.stats)} stats lines" if info.stats else None,
+        ]
+        found = [f for f in found if f]
+        return Detected("server log", "server log: " + (", ".join(found) or f"{len(info.non_default_args)} engine args"))
+    return None
+
+
 def _looks_like_case(path: Path) -> bool:
     import yaml
 
