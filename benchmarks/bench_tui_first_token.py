@@ -36,6 +36,16 @@ REPO = Path(__file__).resolve().parents[1]
 TMUX = shutil.which("tmux")
 #: A tmux server of this run's own (-L): other tmux users of the machine cannot end it under us.
 TMUX_CMD = [TMUX or "tmux", "-L", f"bench-{os.getpid()}"]
+
+
+def new_session(args: list[str]) -> None:
+    """tmux new-session, retried: right after the previous session was killed, the private server
+    may still be exiting ("server exited unexpectedly")."""
+    for attempt in range(5):
+        if subprocess.run(args, capture_output=True).returncode == 0:
+            return
+        time.sleep(0.2 * (attempt + 1))
+    subprocess.run(args, check=True)
 SEED = "examples/seed-qwen32b-h800-long-input.yaml"
 QUESTIONS = [
     "Why is each request so much slower at 40 clients than alone?",
@@ -53,7 +63,7 @@ class Terminal:
         args = [*TMUX_CMD, "new-session", "-d", "-s", name, "-x", "100", "-y", "50", "-c", str(REPO)]
         for key, value in env.items():
             args += ["-e", f"{key}={value}"]
-        subprocess.run(args + [command], check=True)
+        new_session(args + [command])
 
     def screen(self) -> str:
         return subprocess.run([*TMUX_CMD, "capture-pane", "-t", self.name, "-p"], capture_output=True, text=True).stdout
@@ -87,8 +97,11 @@ def last_message_line(screen: str) -> str:
 def answers_logged(db: Path) -> int:
     if not db.exists():
         return 0
-    with sqlite3.connect(db) as conn:
-        return conn.execute("SELECT COUNT(*) FROM runs WHERE command = 'chat' AND inputs LIKE '%\"event\": \"question\"%'").fetchone()[0]
+    try:
+        with sqlite3.connect(db) as conn:
+            return conn.execute("SELECT COUNT(*) FROM runs WHERE command = 'chat' AND inputs LIKE '%\"event\": \"question\"%'").fetchone()[0]
+    except sqlite3.OperationalError:  # the log is being created (no table yet) or is locked by the chat
+        return 0
 
 
 def run_writer(writer: str, repeats: int, llm_url: str | None) -> list[float]:

@@ -25,6 +25,16 @@ REPO = Path(__file__).resolve().parents[1]
 TMUX = shutil.which("tmux")
 #: A tmux server of this run's own (-L): other tmux users of the machine cannot end it under us.
 TMUX_CMD = [TMUX or "tmux", "-L", f"bench-{os.getpid()}"]
+
+
+def new_session(args: list[str]) -> None:
+    """tmux new-session, retried: right after the previous session was killed, the private server
+    may still be exiting ("server exited unexpectedly")."""
+    for attempt in range(5):
+        if subprocess.run(args, capture_output=True).returncode == 0:
+            return
+        time.sleep(0.2 * (attempt + 1))
+    subprocess.run(args, check=True)
 READY = ("Ask about your deployment", "^q Quit")
 TARGET_S = 1.5
 
@@ -41,7 +51,7 @@ def launch_once(home: Path, index: int, timeout: float = 30) -> float:
     for key, value in env.items():
         args += ["-e", f"{key}={value}"]
     start = time.perf_counter()
-    subprocess.run(args + [f"{exe} chat --no-log"], check=True)
+    new_session(args + [f"{exe} chat --no-log"])
     try:
         while time.perf_counter() - start < timeout:
             if all(text in screen(name) for text in READY):

@@ -45,6 +45,7 @@ from .errors import EmbeddingModelError, IndexUnavailableError, KnowledgeError, 
 from .glossary import ExpandedQuery, expand_query
 from .paths import BM25_SUBDIR, CHROMA_SUBDIR, MODELS_SUBDIR, resolve_kb_dir
 from .registry import Registry, SourceRecord
+from .search_snapshot import SNAPSHOT_SUBDIR, Snapshot, load_current, save_snapshot
 from .snippets import make_snippet
 from .text_tokens import tokenize
 
@@ -243,6 +244,7 @@ class KnowledgeBase:
         self._collection = None
         self._bm25: Bm25Index | None = None
         self._rebuild_reason: str | None = None
+        self._snapshot: Snapshot | None | bool = None  # False: looked, none current
 
     # -- where and what --------------------------------------------------------------------------
 
@@ -710,13 +712,22 @@ class KnowledgeBase:
         ids: list[str] = []
         texts: list[str] = []
         kinds: list[str] = []
+        documents: list[str] = []
+        metadatas: list[dict[str, Any]] = []
+        vectors: list[Any] = []
+        local = not self.chroma_url  # a server's chunks are never copied to this machine
+        include = ["documents", "metadatas", "embeddings"] if local else ["documents", "metadatas"]
         page, offset, total = 5000, 0, collection.count()
         while True:
-            got = collection.get(include=["documents", "metadatas"], limit=page, offset=offset)
+            got = collection.get(include=include, limit=page, offset=offset)
             for cid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"]):
                 ids.append(cid)
                 texts.append(_bm25_text(meta, doc or ""))
                 kinds.append(str(meta.get("kind", "")))
+                documents.append(doc or "")
+                metadatas.append(dict(meta))
+            if local:
+                vectors.extend(got["embeddings"])
             if progress:
                 progress("keyword index", len(ids), total)
             if len(got["ids"]) < page:
@@ -727,23 +738,83 @@ class KnowledgeBase:
             save_bm25(index, self.bm25_dir)
         except OSError as exc:  # a read-only data folder still searches, it just rebuilds next time
             self._say(f"could not save the keyword index to {self.bm25_dir}: {exc.strerror or exc}")
+        if local:
+            self._save_snapshot(generation, ids, kinds, documents, metadatas, vectors)
         self._bm25 = index
         return index
+
+    # -- the search snapshot (local indexes: searching without importing chromadb) -----------------
+
+    @property
+    def snapshot_dir(self) -> Path:
+        return self.kb_dir / SNAPSHOT_SUBDIR
+
+    def _save_snapshot(self, generation: str, ids, kinds, documents, metadatas, vectors) -> None:
+        import numpy as np
+
+        model = str((self.collection().metadata or {}).get("embedding_model") or "")
+        dim = int((self.collection().metadata or {}).get("dimension") or 0)
+        array = np.asarray(vectors, dtype=np.float32) if len(vectors) else np.zeros((0, dim), dtype=np.float32)
+        try:
+            save_snapshot(self.snapshot_dir, Snapshot(generation, model, ids, kinds, documents, metadatas, array))
+        except OSError as exc:  # searches then go through chromadb, as before
+            self._say(f"could not save the search snapshot to {self.snapshot_dir}: {exc.strerror or exc}")
+        self._snapshot = None
+
+    def _current_snapshot(self) -> Snapshot | None:
+        """The snapshot when it matches the local store (see :mod:`.search_snapshot`), else None."""
+        if self.chroma_url or self._collection is not None or self._rebuild_reason is not None:
+            return None  # a server, or chromadb is open already: no reason to avoid it
+        if self._snapshot is None:
+            self._snapshot = load_current(self.snapshot_dir, self.kb_dir / CHROMA_SUBDIR, COLLECTION) or False
+        return self._snapshot or None
+
+    def searchable_chunks(self) -> int:
+        """How many chunks a search can return: from the snapshot when current, else the store's count
+        (opened without repairing; an unusable store raises :class:`IndexUnavailableError`)."""
+        snapshot = self._current_snapshot()
+        if snapshot is not None:
+            return len(snapshot.ids)
+        return self.collection(repair=False).count()
+
+    def _snapshot_query_embedder(self, snapshot: Snapshot) -> Embedder | None:
+        """The query model for a snapshot search, without opening the store; None to take the normal path."""
+        if self._query_embedder is not None:
+            return self._query_embedder if self._same_model(self._query_embedder.name, snapshot.model) else None
+        if self.requested_model and not self._same_model(self.requested_model, snapshot.model):
+            return None  # the normal path says why the model does not fit
+        if not is_default_model(snapshot.model):
+            return None
+        from .embeddings import model_location
+        from .onnx_embedder import OnnxEmbedder
+
+        try:
+            self._query_embedder = OnnxEmbedder.open(self.models_dir, DEFAULT_MODEL, model_location(DEFAULT_MODEL))
+        except (OnnxModelUnavailable, EmbeddingModelError):
+            return None  # the normal path falls back to torch and rewrites the copy
+        return self._query_embedder
 
     def _keyword_index(self) -> Bm25Index:
         generation = self._generation()
         if self._bm25 is not None and self._bm25.generation == generation:
             return self._bm25
         loaded = load_bm25(self.bm25_dir, generation)
-        if loaded is not None:
+        if loaded is not None and (self.chroma_url or self._snapshot_written(generation)):
             self._bm25 = loaded
             return loaded
-        return self._refresh_bm25()
+        return self._refresh_bm25()  # also (re)writes the search snapshot of an index built before it existed
+
+    def _snapshot_written(self, generation: str) -> bool:
+        try:
+            return json.loads((self.snapshot_dir / "chunks.json").read_text(encoding="utf-8")).get("generation") == generation
+        except (OSError, ValueError, AttributeError):
+            return False
 
     # -- searching --------------------------------------------------------------------------------
 
     def expand(self, query: str, *, use_glossary: bool = True) -> ExpandedQuery:
-        model = self._index_model() or self.requested_model
+        snapshot = self._current_snapshot()
+        model = (snapshot.model if snapshot is not None else self._index_model()) or self.requested_model
         if not use_glossary:
             return ExpandedQuery(query, query, query)
         return expand_query(query, keep_cjk_for_dense=not is_default_model(model))
@@ -773,6 +844,10 @@ class KnowledgeBase:
         kind_set = set(kinds) if kinds else None
         if kind_set and not kind_set <= set(VALID_KINDS):
             raise KnowledgeError(f"unknown kind(s) {', '.join(sorted(kind_set - set(VALID_KINDS)))}; expected {', '.join(VALID_KINDS)}")
+        snapshot = self._current_snapshot()
+        query_embedder = self._snapshot_query_embedder(snapshot) if snapshot is not None and "dense" in retrievers else None
+        if snapshot is not None and (query_embedder is not None or "dense" not in retrievers):
+            return self._search_snapshot(snapshot, query_embedder, query, k, kind_set, per_doc, candidates, retrievers, use_glossary)
         self._repair_if_needed(None)
         collection = self.collection()
         total = collection.count()
@@ -800,7 +875,26 @@ class KnowledgeBase:
             keyword = [cid for cid, _ in self._keyword_index().search(expanded.bm25_text, n, kinds=kind_set)]
         return self._fuse(collection, dense, keyword, expanded, k, per_doc)
 
-    def _fuse(self, collection, dense: list[str], keyword: list[str], expanded: ExpandedQuery, k: int, per_doc: int) -> list[SearchResult]:
+    def _search_snapshot(self, snapshot: Snapshot, embedder: Embedder | None, query: str, k: int, kind_set: set[str] | None,
+                         per_doc: int, candidates: int, retrievers: tuple[str, ...], use_glossary: bool) -> list[SearchResult]:
+        """:meth:`search` over the snapshot: the same retrievers, fusion and results, no chromadb."""
+        total = len(snapshot.ids)
+        if total == 0:
+            return []
+        expanded = self.expand(query, use_glossary=use_glossary)
+        n = min(max(candidates, k * 4), total)
+        dense = snapshot.dense(embedder.encode([expanded.dense_text])[0], n, kind_set) if embedder is not None else []
+        keyword: list[str] = []
+        if "bm25" in retrievers:
+            index = self._bm25 if self._bm25 is not None and self._bm25.generation == snapshot.generation else load_bm25(self.bm25_dir, snapshot.generation)
+            if index is None:
+                index = build_bm25(snapshot.ids, [_bm25_text(m, d) for d, m in zip(snapshot.documents, snapshot.metadatas)], snapshot.kinds, snapshot.generation)
+            self._bm25 = index
+            keyword = [cid for cid, _ in index.search(expanded.bm25_text, n, kinds=kind_set)]
+        return self._fuse(None, dense, keyword, expanded, k, per_doc, stored_of=snapshot.get)
+
+    def _fuse(self, collection, dense: list[str], keyword: list[str], expanded: ExpandedQuery, k: int, per_doc: int,
+              stored_of: Callable[[list[str]], dict[str, tuple[str, dict[str, Any]]]] | None = None) -> list[SearchResult]:
         scores: dict[str, float] = {}
         for ranking in (dense, keyword):
             for rank, cid in enumerate(ranking, start=1):
@@ -808,8 +902,11 @@ class KnowledgeBase:
         ordered = sorted(scores, key=lambda cid: (-scores[cid], cid))
         dense_rank = {cid: i for i, cid in enumerate(dense, start=1)}
         bm25_rank = {cid: i for i, cid in enumerate(keyword, start=1)}
-        got = collection.get(ids=ordered, include=["documents", "metadatas"])
-        stored = {cid: (doc, meta) for cid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"])}
+        if stored_of is not None:
+            stored = stored_of(ordered)
+        else:
+            got = collection.get(ids=ordered, include=["documents", "metadatas"])
+            stored = {cid: (doc, meta) for cid, doc, meta in zip(got["ids"], got["documents"], got["metadatas"])}
         query_tokens = set(tokenize(expanded.bm25_text))
         results: list[SearchResult] = []
         per_doc_count: dict[str, int] = {}

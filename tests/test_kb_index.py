@@ -270,3 +270,48 @@ def test_duplicate_ids_in_one_ingest_are_refused(tmp_path: Path):
     kb = KnowledgeBase(tmp_path / "kb", embedder=shared_embedder())
     with pytest.raises(KnowledgeError, match="appears twice"):
         kb.ingest_documents([doc, doc])
+
+
+def test_search_snapshot_gives_the_store_s_results_without_chromadb(full):
+    """A new KnowledgeBase searches the snapshot (no chromadb) and finds exactly what the store finds."""
+    kb_dir, _, _, _ = full
+    questions = [q.text for q in load_questions(QUESTIONS)]
+    fast = KnowledgeBase(kb_dir, embedder=shared_embedder())
+    assert fast._current_snapshot() is not None
+    slow = KnowledgeBase(kb_dir, embedder=shared_embedder())
+    slow.collection()  # chromadb open: the normal path
+    for q in questions:
+        a = [(r.chunk_id, r.score, r.dense_rank, r.bm25_rank, r.snippet) for r in fast.search(q, 5)]
+        b = [(r.chunk_id, r.score, r.dense_rank, r.bm25_rank, r.snippet) for r in slow.search(q, 5)]
+        assert a == b, q
+    assert fast._collection is None  # the store was never opened
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\nfrom vllm_advisor_knowledge.knowledge_base import KnowledgeBase\n"
+        f"kb = KnowledgeBase({str(kb_dir)!r})\n"
+        "hits = kb.search('How do I check the prefix cache hit rate?', k=3, kinds=['doc'])\n"
+        "print(len(hits), kb.searchable_chunks() > 0, 'chromadb' in sys.modules, 'torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["3", "True", "False", "False"], out.stderr[-2000:]
+
+
+def test_a_changed_store_is_not_served_from_a_stale_snapshot(tmp_path: Path):
+    folder = small_docs(tmp_path / "docs", pages=("features/sleep_mode.md",))
+    kb = KnowledgeBase(tmp_path / "kb", embedder=shared_embedder())
+    kb.ingest_markdown_folder(folder, version="0.34.0")
+    assert KnowledgeBase(tmp_path / "kb", embedder=shared_embedder())._current_snapshot() is not None
+    shutil.copytree(tmp_path / "kb" / "snapshot", tmp_path / "old-snapshot")  # of the first generation
+    (folder / "features" / "sleep_mode.md").unlink()
+    small_docs(folder, pages=("usage/metrics.md",))
+    other = KnowledgeBase(tmp_path / "kb", embedder=shared_embedder())
+    other.ingest_markdown_folder(folder, version="0.34.0")  # a new generation in the store
+    fresh = KnowledgeBase(tmp_path / "kb", embedder=shared_embedder())
+    assert fresh._current_snapshot() is not None
+    shutil.rmtree(tmp_path / "kb" / "snapshot")
+    shutil.copytree(tmp_path / "old-snapshot", tmp_path / "kb" / "snapshot")  # pretend the old one was left
+    stale = KnowledgeBase(tmp_path / "kb", embedder=shared_embedder())
+    hits = stale.search("put the engine to sleep and wake it up", k=5, kinds=["doc"])
+    assert all(h.doc_id != "doc:features/sleep_mode.md" for h in hits) and stale._collection is not None

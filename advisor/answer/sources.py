@@ -185,7 +185,7 @@ def open_knowledge_base(
         from vllm_advisor_knowledge.knowledge_base import KnowledgeBase
 
         kb = KnowledgeBase(folder)
-        if kb.collection(repair=False).count() == 0:
+        if kb.searchable_chunks() == 0:  # from the search snapshot when current: no chromadb import
             return None
     except Exception as exc:  # ImportError, IndexUnavailableError, a store that will not open
         if notes is not None:
