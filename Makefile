@@ -39,7 +39,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/run_all.py
 
 # Issue 19: 10,000 seeded mutations of the real fixtures through every reader (a few minutes);
-# the figures are appended to benchmarks/RESULTS.md. `make test-slow` (and CI) runs 300 of them.
+# the figures are appended to benchmarks/RESULTS.md. `make test` runs 250 of them, `make test-slow` (and CI) 300 more.
 fuzz: $(STAMP)
 	$(BIN)/python tests/fuzzing.py --count 10000 --seed 19 --results benchmarks/RESULTS.md
 
