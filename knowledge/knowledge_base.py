@@ -533,7 +533,10 @@ class KnowledgeBase:
 
         if writes or stale or not (collection.metadata or {}).get("generation"):
             self._bump_generation(collection, embedder)
-        self._refresh_bm25(progress)
+        if writes or stale:
+            self._refresh_bm25(progress)
+        else:
+            self._keyword_index()  # nothing changed: load the saved keyword index and snapshot (rebuilt only if stale)
         self._record_sources(collection, {meta["source"] for _, meta in chunks} | ({source} if source else set()), docs)
         if fresh:
             self._ensure_onnx(embedder)  # torch is loaded now: the cheapest moment to write the query copy
