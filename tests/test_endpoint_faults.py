@@ -29,6 +29,8 @@ COMMANDS = {
     "metrics": lambda url, tmp: ["probe", "metrics", url + "/metrics", "--timeout", str(DEADLINE_S), "--retries", "0", "--json"],
     "bench": lambda url, tmp: ["probe", "bench", url, "--input-len", "32", "--output-len", "4", "--concurrency", "2", "--num-prompts", "2",
                                "--timeout", str(DEADLINE_S), "--no-metrics", "--json", "--no-log", "-o", str(tmp / f"b{time.monotonic_ns()}.jsonl")],
+    "watch": lambda url, tmp: ["probe", "watch", url + "/metrics", "--duration", "1", "--interval", "0.5", "--timeout", str(DEADLINE_S),
+                               "--retries", "0", "--json", "-o", str(tmp / f"w{time.monotonic_ns()}.jsonl")],
     "llm": lambda url, tmp: ["ask", "why is TTFT high?", "--llm-base-url", url + "/v1", "--llm-timeout", str(DEADLINE_S), "--json", "--no-log"],
 }
 #: which faults each command meets (the endpoints it calls), and the exit code expected
@@ -37,6 +39,7 @@ EXPECTED = {
                 "redirect_loop": 4, "huge_label": 0},
     "bench": {"endless_models": 4, "huge_body": 4, "slow_drip": 4, "pings": 4, "stall": 4, "endless_stream": 4, "bad_tokenize": 0,
               "bad_usage": 0, "http500": 4, "reset": 4, "wrong_shape": 4, "redirect_loop": 4, "html": 4},
+    "watch": {"stall": 4, "pings": 4, "huge_body": 4, "reset": 4},
     "llm": {"endless_models": 0, "slow_drip": 0, "pings": 0, "stall": 0, "endless_stream": 0, "bad_usage": 0, "bad_json": 0, "wrong_shape": 0,
             "huge_body": 0},
 }
@@ -101,6 +104,8 @@ def test_command_gives_up_in_time(command, fault, server, env, baseline, tmp_pat
     assert "sk-test-not-a-real-key" not in stderr + stdout
     if code == 4:
         assert lines and lines[0].startswith("error: ") and server.root in lines[0]
+    if command == "watch":  # nothing sampled: no output file, no partial file left behind
+        assert not [p for p in tmp_path.iterdir() if p.name.startswith(("w", ".w"))]
     if command == "llm":
         notes = json.loads(stdout)["notes"]
         assert server.url(fault) in notes[0] and "embedded answer" in notes[0]
