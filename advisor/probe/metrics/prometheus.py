@@ -36,7 +36,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from ...errors import EndpointError, UsageError
 from ...schema.metrics import MetricsWindow
-from ..files import max_input_bytes
 from .fleet import (
     INSTANCE_LABELS,
     TARGET_LABELS,
@@ -429,15 +428,19 @@ class _Api:
         return out
 
     def _fetch(self, url: str, params: dict[str, Any], shown: str) -> tuple[int, bytes]:
+        from ..http import max_body_bytes
+
         deadline = time.monotonic() + self.timeout
-        limit = max_input_bytes()
+        # 4x the cap of one answer elsewhere (128 MiB by default): a 20-instance fleet over 2 hours is
+        # 17 MB; a query that matches far more is narrowed, not parsed into gigabytes of objects
+        limit = 4 * max_body_bytes()
         try:
             with self.client.stream("GET", url, params=params, headers=self.headers) as response:
                 body = read_bounded(
                     response, deadline, limit,
                     too_large=lambda: EndpointError(
-                        f"answer is over {limit / 1e6:.0f} MB; narrow the selector or shorten --since "
-                        "(VLLM_ADVISOR_MAX_INPUT_MB raises the limit)",
+                        f"answer is over {limit / 2**20:g} MiB; narrow the selector or shorten --since "
+                        "(VLLM_ADVISOR_MAX_HTTP_MB raises the limit: 4x its value)",
                         source=shown,
                     ),
                     too_slow=lambda: httpx.ReadTimeout("total time exceeded"),
