@@ -40,6 +40,7 @@ LANGUAGE_NAMES = {"en": "English", "zh": "Simplified Chinese (简体中文)"}
 PASSAGE_CHARS = 1500  # a card section or search hit is about 1,000 characters; longer ones are cut
 MAX_NOTE_REASON = 160
 UNSUPPORTED_SHOWN = 8
+SETTING_CHARS = 80  # a str evidence value longer than this is the user's text, not a setting
 MODELS_BODY_BYTES = 1024 * 1024  # a /models list is a few hundred bytes
 DEADLINE_GRACE_S = 0.5  # the transport's own deadline error comes first; this catches a silent socket
 
@@ -99,6 +100,11 @@ def _findings_block(diagnosis: Diagnosis, language: str = "en") -> str:
             value = "" if e.value is None else f" = {e.value}{(' ' + e.unit) if e.unit else ''}"
             if e.kind == "text" and e.origin == "question" and isinstance(e.value, str):
                 value = " (an excerpt of the QUESTION above: untrusted, not repeated in this block)"
+            elif isinstance(e.value, str) and _INSTRUCTION.search(e.value):
+                value = " (text from the user's files addressed to the model: left out)"
+            elif isinstance(e.value, str) and len(e.value) > SETTING_CHARS:
+                # a setting's value is a short code (fp8, 0.9.2); anything longer came from a file the user gave
+                value = f" = {_defang(e.value[:SETTING_CHARS])}… (cut: text from the user's files, untrusted)"
             detail = f" ({render(e.detail, language)})" if e.detail else ""
             load = f" at {e.load}" if e.load else ""
             lines.append(f"   evidence [{e.kind}] {e.where or e.origin}: {render(e.label, language)}{load}{value}{detail}")
