@@ -455,8 +455,10 @@ def test_an_empty_or_cards_only_server_is_one_note(scratch: Path):
 
     def answer_sources(url: str) -> tuple[list, list[str]]:
         diagnosis = Diagnosis(findings=[Finding(cause="preemption", confidence=0.8)])
+        from vllm_advisor.messages import render
+
         sources = attach_sources(diagnosis, DiagnosisInputs(question="KV cache preemption"), kb_dir=scratch / "kb", chroma_url=url)
-        return sources, diagnosis.notes
+        return sources, [render(note, "en") for note in diagnosis.notes]  # notes are message ids + values
 
     with ChromaServer(scratch / "server") as srv:
         sources, notes = answer_sources(srv.url)
