@@ -480,8 +480,7 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
             line += markers(best_citation(f"{render(r.change, 'en')} {r.flag or ''}", f.sources))
             out.append(line)
         out.append("")
-    if diagnosis.undecided:
-        out += render_undecided(diagnosis, language)
+    # (that the leading causes are undecided is said in the full analysis, beside the measurements that decide them)
     # what was set aside from the input, or left the answer without a model or sources, is said here
     caveats = [render(n, language) for n in diagnosis.notes if n.id.startswith(("input.", "note.no_model", "note.kb_"))]
     if caveats:
