@@ -50,12 +50,7 @@ def detect_file(path: Path) -> Detected:
     except UnknownFormatError as exc:
         bench_reason = exc.message
     else:
-        runs = load_runs(path)
-        loads = ", ".join(dict.fromkeys(r.load_label for r in runs))
-        n = len(runs)
-        served = sum(r.server_metrics is not None for r in runs)
-        extra = f", server /metrics for {served}" if served else ""
-        return Detected("bench", f"{fmt}: {n} load point{'s' if n != 1 else ''} ({loads}){extra}")
+        return _bench_label(fmt, load_runs(path))
     from vllm_advisor.probe.serverlog import parse_server_log
 
     try:
@@ -69,16 +64,39 @@ def detect_file(path: Path) -> Detected:
             "not a benchmark result, /metrics dump, server log or case file (no benchmark format matched and no vLLM log line found)",
             source=str(path),
         )
+    if not _log_facts(info) and not info.non_default_args:
+        raise UnknownFormatError(f"not a benchmark result, /metrics dump, server log or case file ({bench_reason})", source=str(path))
+    return _log_label(info)
+
+
+def _bench_label(fmt: str, runs) -> Detected:
+    loads = ", ".join(dict.fromkeys(r.load_label for r in runs))
+    n = len(runs)
+    served = sum(r.server_metrics is not None for r in runs)
+    extra = f", server /metrics for {served}" if served else ""
+    return Detected("bench", f"{fmt}: {n} load point{'s' if n != 1 else ''} ({loads}){extra}")
+
+
+def _log_facts(info) -> list[str]:
     found = [
         f"vLLM {info.vllm_version}" if info.vllm_version else None,
         info.model,
         f"KV cache {info.kv_cache_tokens:,} tokens" if info.kv_cache_tokens else None,
         f"{len(info.stats)} stats lines" if info.stats else None,
     ]
-    found = [f for f in found if f]
-    if not found and not info.non_default_args:
-        raise UnknownFormatError(f"not a benchmark result, /metrics dump, server log or case file ({bench_reason})", source=str(path))
-    return Detected("server log", "server log: " + (", ".join(found) or f"{len(info.non_default_args)} engine args"))
+    return [f for f in found if f]
+
+
+def _log_label(info) -> Detected:
+    return Detected("server log", "server log: " + (", ".join(_log_facts(info)) or f"{len(info.non_default_args)} engine args"))
+
+
+def _case_label(case) -> Detected:
+    dep = case.deployment
+    what = [x for x in (dep.model, f"{dep.num_gpus or '?'} x {dep.gpu}" if dep.gpu else None) if x]
+    if case.observations:
+        what.append(f"{len(case.observations)} observations")
+    return Detected("case", "case file" + (": " + ", ".join(what) if what else ""))
 
 
 def label_from_inputs(path: Path, inputs, *, as_case: bool) -> Detected | None:
@@ -89,14 +107,7 @@ def label_from_inputs(path: Path, inputs, *, as_case: bool) -> Detected | None:
         if note.source and Path(note.source).expanduser().resolve() == path:
             raise InputFileError(note.detail or "could not be read", source=str(path))
     if as_case:
-        case = inputs.case
-        if case is None:
-            return None
-        dep = case.deployment
-        what = [x for x in (dep.model, f"{dep.num_gpus or '?'} x {dep.gpu}" if dep.gpu else None) if x]
-        if case.observations:
-            what.append(f"{len(case.observations)} observations")
-        return Detected("case", "case file" + (": " + ", ".join(what) if what else ""))
+        return _case_label(inputs.case) if inputs.case is not None else None
 
     def same(source: str | None) -> bool:
         try:
@@ -106,27 +117,13 @@ def label_from_inputs(path: Path, inputs, *, as_case: bool) -> Detected | None:
 
     runs = [r for r in inputs.measured if same(r.source)]
     if runs:
-        loads = ", ".join(dict.fromkeys(r.load_label for r in runs))
-        n = len(runs)
-        served = sum(r.server_metrics is not None for r in runs)
-        extra = f", server /metrics for {served}" if served else ""
-        return Detected("bench", f"{runs[0].format}: {n} load point{'s' if n != 1 else ''} ({loads}){extra}")
+        return _bench_label(runs[0].format, runs)
     windows = [w for w in inputs.metrics_windows if same(w.source)]
     if windows:
         snaps = windows[0].num_snapshots
         return Detected("metrics", f"/metrics: {snaps} snapshots" if snaps > 1 else "/metrics: one snapshot")
     logs = [log for log in inputs.server_logs if same(log.source)]
-    if logs:
-        info = logs[0]
-        found = [
-            f"vLLM {info.vllm_version}" if info.vllm_version else None,
-            info.model,
-            f"KV cache {info.kv_cache_tokens:,} tokens" if info.kv_cache_tokens else None,
-            f"{len(info.stats)} stats lines" if info.stats else None,
-        ]
-        found = [f for f in found if f]
-        return Detected("server log", "server log: " + (", ".join(found) or f"{len(info.non_default_args)} engine args"))
-    return None
+    return _log_label(logs[0]) if logs else None
 
 
 def _looks_like_case(path: Path) -> bool:
@@ -144,12 +141,7 @@ def _looks_like_case(path: Path) -> bool:
 def _case(path: Path) -> Detected:
     from vllm_advisor.probe.casefile import load_case
 
-    case = load_case(path)
-    dep = case.deployment
-    what = [x for x in (dep.model, f"{dep.num_gpus or '?'} x {dep.gpu}" if dep.gpu else None) if x]
-    if case.observations:
-        what.append(f"{len(case.observations)} observations")
-    return Detected("case", "case file" + (": " + ", ".join(what) if what else ""))
+    return _case_label(load_case(path))
 
 
 def parse_fact(text: str) -> tuple[str, Any]:
