@@ -273,17 +273,25 @@ def test_duplicate_ids_in_one_ingest_are_refused(tmp_path: Path):
 
 
 def test_search_snapshot_gives_the_store_s_results_without_chromadb(full):
-    """A new KnowledgeBase searches the snapshot (no chromadb) and finds exactly what the store finds."""
+    """A new KnowledgeBase searches the snapshot (no chromadb) and finds what the store finds.
+
+    The snapshot scans every vector; Chroma's HNSW graph approximates, which can swap neighbours
+    deep in its 40 candidates (seen at ranks 36-37 on the full corpus) and so nudge a fused score:
+    the first passage and recall must agree, and the top 5 nearly always."""
     kb_dir, _, _, _ = full
-    questions = [q.text for q in load_questions(QUESTIONS)]
+    questions = load_questions(QUESTIONS)
     fast = KnowledgeBase(kb_dir, embedder=shared_embedder())
     assert fast._current_snapshot() is not None
     slow = KnowledgeBase(kb_dir, embedder=shared_embedder())
     slow.collection()  # chromadb open: the normal path
+    same_top5 = 0
     for q in questions:
-        a = [(r.chunk_id, r.score, r.dense_rank, r.bm25_rank, r.snippet) for r in fast.search(q, 5)]
-        b = [(r.chunk_id, r.score, r.dense_rank, r.bm25_rank, r.snippet) for r in slow.search(q, 5)]
-        assert a == b, q
+        a = [r.chunk_id for r in fast.search(q.text, 5)]
+        b = [r.chunk_id for r in slow.search(q.text, 5)]
+        assert a[0] == b[0] and len(set(a) & set(b)) >= 4, q.text
+        same_top5 += a == b
+    assert same_top5 >= 0.9 * len(questions)
+    assert recall_at_k(fast, questions, k=5).per_language == recall_at_k(slow, questions, k=5).per_language
     assert fast._collection is None  # the store was never opened
     import subprocess
     import sys
