@@ -95,7 +95,7 @@ def bulk_precision(device: str = "cpu") -> str:
 
 
 #: Batches of chunks are encoded by this many Python threads at once, each running whole forward
-#: passes with one torch thread (torch releases the GIL inside its kernels). Measured on the 2-core
+#: passes with cores / workers torch threads (one here; torch releases the GIL inside its kernels). Measured on the 2-core
 #: development machine at load 1.2-1.4, 400 docs chunks in bfloat16: torch's own 2 threads per
 #: matrix product 41 chunks/s (and 2.4x the CPU of one thread under load: they wait for each other),
 #: one thread 63 chunks/s, two threads on separate batches 119 chunks/s. ``VLLM_ADVISOR_EMBED_WORKERS``
@@ -104,15 +104,18 @@ WORKERS_ENV = "VLLM_ADVISOR_EMBED_WORKERS"
 MAX_WORKERS = 4
 
 
+def _cores() -> int:
+    try:
+        return len(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
 def bulk_workers() -> int:
     raw = os.environ.get(WORKERS_ENV, "").strip()
     if raw.isdigit() and int(raw) >= 1:
         return int(raw)
-    try:
-        cores = len(os.sched_getaffinity(0))
-    except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
-    return max(1, min(cores, MAX_WORKERS))
+    return max(1, min(_cores(), MAX_WORKERS))
 
 
 def _encode_parallel(model: Any, texts: list[str], batch_size: int, precision: str, workers: int) -> "np.ndarray":
@@ -143,7 +146,7 @@ def _encode_parallel(model: Any, texts: list[str], batch_size: int, precision: s
 
     out = np.zeros((len(texts), int(dimension())), dtype=np.float32)
     before = torch.get_num_threads()
-    torch.set_num_threads(1)
+    torch.set_num_threads(max(1, _cores() // workers))  # 1 on the 2-core machine; a big host keeps its cores busy
     try:
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="embed") as pool:
             for idx, vectors in pool.map(run, batches):
