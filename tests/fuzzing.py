@@ -33,6 +33,21 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+
+def peak_rss_mb() -> float:
+    """This process's own peak resident memory (VmHWM) in MB. Not ru_maxrss: Linux carries the
+    parent's high-water mark over fork and exec into it, so a child of a large pytest process would
+    report the parent's peak."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("VmHWM:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared"
 SEED_DIRS = [SHARED / "fixtures", SHARED / "cases" / "dev", REPO / "examples"]
@@ -307,7 +322,7 @@ def run(count: int, seed: int = 19, only: int | None = None, time_limit: float =
     texts = {p: p.read_bytes()[:MAX_SEED_BYTES].decode("utf-8", "replace") for p in files}
     seeds = list(texts.values())
     report = Report()
-    base_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    base_mb = peak_rss_mb()
     start = time.perf_counter()
     old = signal.signal(signal.SIGALRM, _alarm)
     with tempfile.TemporaryDirectory(prefix="vllm-advisor-fuzz-") as tmp:
@@ -340,7 +355,7 @@ def run(count: int, seed: int = 19, only: int | None = None, time_limit: float =
             finally:
                 signal.setitimer(signal.ITIMER_REAL, 0)
             outcome.seconds = time.perf_counter() - t0
-            outcome.peak_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+            outcome.peak_mb = peak_rss_mb()
             grown = outcome.peak_mb - (report.outcomes[-1].peak_mb if report.outcomes else base_mb)
             if grown > memory_limit_mb and outcome.kind != "bug":
                 outcome.kind, outcome.detail = "slow", f"Memory: peak RSS grew {grown:.0f} MB on this input"
@@ -352,7 +367,7 @@ def run(count: int, seed: int = 19, only: int | None = None, time_limit: float =
                 print(f"#{index} {outcome.seed_file} {reader} {names}: {outcome.detail}", file=sys.stderr)
     signal.signal(signal.SIGALRM, old)
     report.wall_s = time.perf_counter() - start
-    report.peak_rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    report.peak_rss_mb = peak_rss_mb()
     return report
 
 
