@@ -43,7 +43,7 @@ def test_kv_pressure_is_diagnosed_from_live_metrics(pressure_server, tmp_path):
     causes = [f["cause"] for f in data["findings"]]
     assert "kv_capacity" in causes[:3] and "preemption" in causes[:3], causes
     kv = next(f for f in data["findings"] if f["cause"] == "kv_capacity")
-    fits = next(e for e in kv["evidence"] if e["label"] == "requests the KV cache holds at this length")
+    fits = next(e for e in kv["evidence"] if e["label"]["id"] == "ev.kv_fits_length")
     # from the live gauges: no room for one more than ran at the peak; 96 blocks of 128 tokens hold
     # 96 / ceil(6064 / 128) = 2.0 requests of this length
     assert fits["kind"] == "measured" and 1.5 <= fits["value"] <= eng["requests_running"]["max"] + 1  # value rounded to 0.1

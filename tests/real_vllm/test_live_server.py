@@ -84,9 +84,13 @@ def test_ask_names_the_long_input_causes_the_data_shows(long_input_result):
     causes = [f["cause"] for f in data["findings"]]
     assert "chunked_prefill_interference" in causes[:3] or "prefill_compute" in causes[:3], causes
     queueing = next(f for f in data["findings"] if f["cause"] == "queueing")
-    assert any(e["label"].startswith("vllm:num_requests_waiting") for e in queueing["evidence"])
-    assert "kv_capacity" not in causes  # KV usage stayed low: the queue is not KV-bound
-    assert "preemption" not in causes
+    assert any(str(e["label"].get("args", {}).get("metric", "")).startswith("vllm:num_requests_waiting") for e in queueing["evidence"])
+    # KV usage stayed low: the queue is not KV-bound. The ranker may still list a cause from the
+    # question's words alone, but nothing measured may stand behind KV capacity or preemption.
+    for f in data["findings"]:
+        if f["cause"] in ("kv_capacity", "preemption"):
+            assert not [e for e in f["evidence"] if e["kind"] == "measured"], f
+            assert f["cause"] not in causes[:2], causes
     assert data["sources"], "the answer cites its sources"
 
 
