@@ -453,14 +453,22 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
     else:
         cited = [f.sources[0] for f in reply.findings if f.sources]  # one source per finding: the short answer stays short
         explained = {f.cause for f in reply.findings if any(r in f.reasons for r in reply.reasons)}
+        # in the reply's order (the diagnosis' order when a question asks two things): a finding its
+        # figures alone establish shows its headline (figures below), the others their reasons
+        pending = list(reply.reasons)
         for f in reply.findings:
-            if f.cause not in explained:  # a finding its figures alone establish: its headline, figures below
+            if f.cause not in explained:
                 out += [f"**{cause_title(language, f.cause)}**{p.stop}" + ("" if reply.reasons else markers(cited)), ""]
-        for i, r in enumerate(reply.reasons):
-            line = render(r, language).strip()
-            if i == len(reply.reasons) - 1:
-                line += markers(cited)
-            out += [line, ""]
+                continue
+            for r in [r for r in pending if r in f.reasons]:
+                pending.remove(r)
+                line = render(r, language).strip()
+                if not pending:
+                    line += markers(cited)
+                out += [line, ""]
+        for r in pending:
+            pending_last = r is pending[-1]
+            out += [render(r, language).strip() + (markers(cited) if pending_last else ""), ""]
         if reply.figures and len(reply.reasons) < 2:  # two reasons or more already carry their figures
             out.append(f"{phrase(language, 'key_figures')}{p.colon}" + p.semi.join(render_evidence(e, language, bullet=False) for e in reply.figures))
             out.append("")
