@@ -44,12 +44,6 @@ class CaseEvidence:
     parts: np.ndarray | None = field(default=None, repr=False)
 
 
-def case_text(case) -> str:
-    parts = [case.question or "", case.workload.dataset or ""]
-    parts.extend(o.notes or "" for o in case.observations)
-    return "\n".join(p for p in parts if p)
-
-
 def collect_evidence(item: LibraryCase) -> CaseEvidence:
     """Run the detectors over the case as `ask --profile` would (label stripped)."""
     from ..diagnosis.board import Board
@@ -57,7 +51,7 @@ def collect_evidence(item: LibraryCase) -> CaseEvidence:
     from ..diagnosis.inputs import DiagnosisInputs, detect_language, gather
     from ..errors import AdvisorError
 
-    text = case_text(item.case)
+    text = DiagnosisInputs(question=item.case.question, case=item.case).text  # the words `ask` embeds
     error = None
     try:
         inputs = gather(profile=item.path)

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from ..diagnosis.inputs import detect_language
 from ..errors import InputFileError
 from ..probe.casefile import load_case
 from ..schema import CaseFile, CaseReport
@@ -81,7 +82,7 @@ def load_dev_cases(dev_dir: Path) -> list[LibraryCase]:
         if not path.is_file():
             continue
         case, _ = _split_label(load_case(path))
-        language = "zh" if any("\u4e00" <= ch <= "\u9fff" for ch in (case.question or "")) else "en"
+        language = detect_language(case.question)
         report = CaseReport(
             id=case_id,
             url=label["url"],
