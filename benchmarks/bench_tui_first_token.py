@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shutil
 import sqlite3
 import statistics
 import subprocess
@@ -33,19 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
-TMUX = shutil.which("tmux")
-#: A tmux server of this run's own (-L): other tmux users of the machine cannot end it under us.
-TMUX_CMD = [TMUX or "tmux", "-L", f"bench-{os.getpid()}"]
-
-
-def new_session(args: list[str]) -> None:
-    """tmux new-session, retried: right after the previous session was killed, the private server
-    may still be exiting ("server exited unexpectedly")."""
-    for attempt in range(5):
-        if subprocess.run(args, capture_output=True).returncode == 0:
-            return
-        time.sleep(0.2 * (attempt + 1))
-    subprocess.run(args, check=True)
+from tmux_private import TMUX, TMUX_CMD, new_session  # noqa: E402  (run as a script: its folder is on sys.path)
 SEED = "examples/seed-qwen32b-h800-long-input.yaml"
 QUESTIONS = [
     "Why is each request so much slower at 40 clients than alone?",
