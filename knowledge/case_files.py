@@ -10,7 +10,3 @@ from pathlib import Path
 
 CASES_DIR = Path(__file__).resolve().parent / "cases"
 
-
-def case_paths() -> list[Path]:
-    """Every case file of the library, in a stable (sorted) order."""
-    return sorted(CASES_DIR.glob("*.yaml"))

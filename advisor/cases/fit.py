@@ -203,7 +203,7 @@ def fit_model(cases: list[LibraryCase], evs: list[CaseEvidence], index, *, calib
 
 
 def _fit_uncalibrated(cases: list[LibraryCase], evs: list[CaseEvidence], index):
-    from ..diagnosis.ranker import RankerModel, _sigmoid, companions
+    from ..diagnosis.ranker import RankerModel, second_stage_rows
 
     keep = [index.ids.index(c.id) for c in cases]
     sub = index.subset(keep)
@@ -212,9 +212,7 @@ def _fit_uncalibrated(cases: list[LibraryCase], evs: list[CaseEvidence], index):
     y = labels_matrix(cases)
     first = _fit_stage(x, y)
     cooc = cooccurrence([c.report.causes for c in cases])
-    p1 = _sigmoid(first.logits(x)).reshape(len(cases), len(CAUSE_IDS))
-    comp = np.vstack([companions(p, cooc) for p in p1]).reshape(-1, 1)
-    second = _fit_stage(np.hstack([x, comp]), y)
+    second = _fit_stage(second_stage_rows(x, first, cooc), y)
     model = RankerModel(first, second, cooc, prior, {"fitted_on": len(cases)})
     return model, sub
 

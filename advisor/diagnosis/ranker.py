@@ -107,6 +107,14 @@ def companions(p1: np.ndarray, cooc: np.ndarray) -> np.ndarray:
     return np.max(p1[:, None] * cooc, axis=0)
 
 
+def second_stage_rows(rows: np.ndarray, first: Stage, cooc: np.ndarray) -> np.ndarray:
+    """The second stage's input: the evidence rows plus each cause's companion support, read from
+    the first stage's probabilities (rows of whole cases, 20 per case)."""
+    p1 = _sigmoid(first.logits(rows)).reshape(-1, len(CAUSE_IDS))
+    comp = np.vstack([companions(p, cooc) for p in p1]).reshape(-1, 1)
+    return np.hstack([rows, comp])
+
+
 @dataclass(frozen=True)
 class RankerModel:
     """Two logistic stages: the evidence, then the evidence plus each cause's likely companions."""
@@ -122,10 +130,7 @@ class RankerModel:
 
     def logits(self, rows: np.ndarray) -> np.ndarray:
         """The uncalibrated ranking score (same order as the probabilities)."""
-        n = len(CAUSE_IDS)
-        p1 = _sigmoid(self.first.logits(rows)).reshape(-1, n)
-        comp = np.vstack([companions(p, self.cooc) for p in p1]).reshape(-1, 1)
-        return self.second.logits(np.hstack([rows, comp]))
+        return self.second.logits(second_stage_rows(rows, self.first, self.cooc))
 
     def probabilities(self, rows: np.ndarray) -> np.ndarray:
         """``rows``: one case (20 rows) or several stacked; probabilities in the same layout."""
