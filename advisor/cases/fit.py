@@ -368,7 +368,9 @@ def write_artifacts(report: Report) -> list[Path]:
 
     weights = Path(diagnosis_init).parent / WEIGHTS_FILE
     index = Path(knowledge_init).parent / INDEX_FILE
-    report.model.meta.update({"validation_top1": round(report.validation["all"].top1, 3), "validation_recall3": round(report.validation["all"].recall3, 3)})
+    val = report.validation["all"]
+    if val.n:  # a --dev fit never scored the validation part: its weights carry no validation figure
+        report.model.meta.update({"validation_top1": round(val.top1, 3), "validation_recall3": round(val.recall3, 3)})
     weights.write_text(report.model.to_json() + "\n")
     # shipped: the library's own reports only (the developer cases stay in shared/, their words too)
     library = [k for k, cid in enumerate(report.index.ids) if cid in report.library_ids]
@@ -381,9 +383,11 @@ def format_report(report: Report) -> str:
     for name, table in (("learned", report.validation), ("hand-set board", report.validation_board), ("constant guess", report.validation_constant)):
         for lang in ("all", "en", "zh"):
             s = table[lang]
+            if not s.n:  # --dev: the validation part is not scored
+                continue
             lines.append(f"| validation ({lang}) | {name} | {s.n} | {s.top1:.2f} | {s.recall3:.2f} |")
     for name, s in (("learned", report.cv), ("hand-set board", report.cv_board), ("constant guess", report.cv_constant)):
-        lines.append(f"| 5-fold CV (all) | {name} | {s.n} | {s.top1:.2f} | {s.recall3:.2f} |")
+        lines.append(f"| 5-fold CV ({'fitting part' if not report.validation['all'].n else 'all'}) | {name} | {s.n} | {s.top1:.2f} | {s.recall3:.2f} |")
     lines += ["", "| confidence bin | findings | mean confidence | share right |", "| --- | --- | --- | --- |"]
     lines += [f"| {b} | {n} | {q:.2f} | {ok:.2f} |" for b, n, q, ok in report.reliability]
     lines += ["", "| validation case | lang | established | first three findings | top-1 |", "| --- | --- | --- | --- | --- |"]
@@ -397,7 +401,7 @@ def format_report(report: Report) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m vllm_advisor.cases.fit", description=__doc__.split("\n")[0])
-    parser.add_argument("--write", action="store_true", help="store the fitted weights and the case index in the package")
+    parser.add_argument("--write", action="store_true", help="store the fitted weights and the case index in the package (with --dev: the same weights, fitted on the fitting part, without scoring the validation part)")
     parser.add_argument("--cache", type=Path, default=Path("/tmp/vllm-advisor-case-evidence"), help="evidence cache folder")
     parser.add_argument("--no-cache", action="store_true")
     parser.add_argument("--dev", action="store_true", help="feature work: cross-validate on the fitting part only, leave the validation part unseen")
