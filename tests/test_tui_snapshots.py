@@ -25,6 +25,17 @@ class SteadyChatApp(ChatApp):
 
 
 @pytest.fixture(autouse=True)
+def board_order(monkeypatch) -> None:
+    """The screens are drawn with the detectors' own order and confidences, not the fitted ranker's:
+    the ranker is refitted whenever a report joins the case library, which would redraw these
+    screens without any change of layout. The learned order is tested in test_ranker.py and
+    test_diagnosis_cases.py."""
+    from vllm_advisor.diagnosis import ranker
+
+    monkeypatch.setattr(ranker, "packaged_model", lambda: None)
+
+
+@pytest.fixture(autouse=True)
 def home(tmp_path, monkeypatch) -> Path:
     folder = tmp_path / "advisor-home"
     monkeypatch.setenv("VLLM_ADVISOR_HOME", str(folder))
