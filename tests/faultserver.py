@@ -218,3 +218,19 @@ class FaultServer(ThreadingHTTPServer):
         self.closing.set()
         self.shutdown()
         self.server_close()
+
+
+def interrupt_and_wait(child, timeout: float = 30) -> tuple[str, str]:
+    """Send Ctrl-C (SIGINT) to a child started with ``PYTHONFAULTHANDLER=1`` and wait for it. When it
+    does not end in time, SIGABRT makes Python's fault handler print every thread's stack, and the
+    test fails with that stack: a Ctrl-C that is lost says where the command was waiting."""
+    import signal
+    import subprocess
+
+    child.send_signal(signal.SIGINT)
+    try:
+        return child.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        child.send_signal(signal.SIGABRT)
+        _, err = child.communicate(timeout=30)
+        raise AssertionError(f"Ctrl-C was not honoured within {timeout:g} s; the child's threads:\n{err[-6000:]}") from None

@@ -19,7 +19,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from faultserver import FAULTS, FaultServer  # noqa: E402
+from faultserver import FAULTS, FaultServer, interrupt_and_wait  # noqa: E402
 
 CLI = [sys.executable, "-m", "vllm_advisor.cli"]
 DEADLINE_S = 2.0
@@ -134,15 +134,12 @@ def test_command_gives_up_in_time(command, fault, server, env, baseline, tmp_pat
 def test_ctrl_c_is_honoured_while_a_server_stalls(command, server, env, tmp_path) -> None:
     """The first Ctrl-C ends the command at once, even with a long deadline left (issue 19: it was
     ignored while /v1/models hung)."""
-    import signal
-
     args = COMMANDS[command](server.url("stall"), tmp_path)
     args = [a if a != str(DEADLINE_S) else "60" for a in args]
-    child = subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    child = subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**env, "PYTHONFAULTHANDLER": "1"})
     time.sleep(4)  # started and waiting on the stalled server
     assert child.poll() is None
     sent = time.monotonic()
-    child.send_signal(signal.SIGINT)
-    out, err = child.communicate(timeout=30)
+    out, err = interrupt_and_wait(child)
     assert time.monotonic() - sent < 3, err
     assert child.returncode == 130 and "Traceback" not in err and len(err.strip().splitlines()) <= 1, err

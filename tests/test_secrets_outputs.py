@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import time
@@ -16,7 +15,7 @@ import pytest
 from vllm_advisor.logs import LogStore, redact_text
 
 sys.path.insert(0, os.path.dirname(__file__))
-from faultserver import FaultServer  # noqa: E402
+from faultserver import FaultServer, interrupt_and_wait  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "vllm_advisor.cli"]
@@ -84,13 +83,12 @@ def test_watch_never_truncates_an_existing_file_and_ctrl_c_keeps_samples(tmp_pat
         fresh = tmp_path / "fresh.jsonl"
         partial = tmp_path / ".fresh.jsonl.partial"
         child = subprocess.Popen([*CLI, "probe", "watch", url, "--duration", "60", "--interval", "0.2", "-o", str(fresh), "--json"],
-                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONFAULTHANDLER": "1"})
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not (partial.exists() and len(partial.read_text().splitlines()) >= 3):
             time.sleep(0.1)
         assert not fresh.exists()  # written to the partial file until the watch ends
-        child.send_signal(signal.SIGINT)
-        out, err = child.communicate(timeout=30)
+        out, err = interrupt_and_wait(child)
     assert child.returncode in (0, 130), err
     lines = fresh.read_text().splitlines()
     assert len(lines) >= 3 and all(json.loads(line)["families"] for line in lines)
