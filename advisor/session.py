@@ -203,6 +203,7 @@ class Session:
             answer = write_answer_llm(
                 inputs, diagnosis, sources, base_url=self.llm.base_url, model=self.llm.model, api_key_env=self.llm.key_env,
                 timeout=self.llm.timeout, on_token=token if on_token is not None else None, language=inputs.language,
+                check=None if check is _no_check else check,
             )
         return Result(answer=answer, diagnosis=diagnosis, inputs=inputs, sources=sources, streamed=streamed)
 

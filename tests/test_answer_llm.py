@@ -460,3 +460,26 @@ def test_url_credentials_never_reach_a_note(key_env):
     answer = write_answer_llm(inputs, diagnosis, sources, base_url=f"http://alice:hunter2pass@127.0.0.1:{port}/v1", model="m", timeout=2)
     assert not answer.llm_used
     assert "hunter2pass" not in answer.markdown and "hunter2pass" not in " ".join(answer.notes)
+
+
+def test_a_caller_that_gives_up_ends_the_wait_at_once(server, key_env):
+    """The chat's cancel (or quit) while the endpoint is silent: the caller's ``check`` raising ends
+    the wait within a poll, propagates as raised (not turned into the embedded answer) and leaves no
+    caller blocked for the server's 30 s (the chat's quit used to wait that long)."""
+
+    class GaveUp(Exception):
+        pass
+
+    inputs, diagnosis, sources = case()
+    server.behaviour.answer = GOOD
+    server.behaviour.delay_s = 30.0
+    give_up_at = time.monotonic() + 0.5
+
+    def check() -> None:
+        if time.monotonic() > give_up_at:
+            raise GaveUp()
+
+    start = time.monotonic()
+    with pytest.raises(GaveUp):
+        write_answer_llm(inputs, diagnosis, sources, base_url=url_of(server), model="m", timeout=40, check=check)
+    assert time.monotonic() - start < 5

@@ -338,6 +338,7 @@ def write_answer_llm(
     stream: bool = True,
     temperature: float = 0.2,
     language: str | None = None,
+    check: Callable[[], None] | None = None,
 ) -> Answer:
     """The LLM's answer when its citations hold, else the embedded answer with a note saying why.
 
@@ -345,6 +346,8 @@ def write_answer_llm(
     ``model``: None asks the endpoint which model it serves (``GET /models``).
     ``on_token`` receives the visible text as it streams; when the answer is then rejected, the
     returned Answer (``llm_used=False``) is the embedded one and its first note says why.
+    ``check`` is called while the endpoint is awaited; what it raises (the chat's cancel) ends the
+    wait at once, closes the connection and propagates.
     """
     lang = resolve_language(inputs, diagnosis, language)
     sources = list(sources) if sources else collect_sources(diagnosis)
@@ -363,6 +366,15 @@ def write_answer_llm(
     # the generation's client, closed by whoever stops first: the worker when it is done, the caller
     # at the deadline or on Ctrl-C (so no worker is left reading a stream when the process exits)
     client = bounded_client(deadline_at=deadline, timeout=timeout)
+    given_up: list[BaseException] = []  # what ``check`` raised: the caller's, not an endpoint failure
+
+    def watch() -> None:
+        try:
+            check()
+        except BaseException as exc:
+            given_up.append(exc)
+            raise
+
     try:
         messages = build_prompt(inputs, diagnosis, sources, language=lang)
 
@@ -375,10 +387,12 @@ def write_answer_llm(
                 return name, _generate(messages, base_url=url, model=name, api_key=key, timeout=timeout, stream=stream, on_token=on_token,
                                        temperature=temperature, deadline_at=deadline, http_client=client)
 
-        model, raw = call_with_deadline(ask_endpoint, timeout + DEADLINE_GRACE_S, on_abandon=client.close)
+        model, raw = call_with_deadline(ask_endpoint, timeout + DEADLINE_GRACE_S, on_abandon=client.close, check=watch if check is not None else None)
     except ImportError as exc:
         return fallback(phrase(lang, "llm_missing_package", reason=str(exc)))
     except Exception as exc:  # every failure of the endpoint or of its reply means: use the embedded answer
+        if given_up and exc is given_up[0]:
+            raise
         return fallback(describe_failure(exc, url=shown_url, timeout=timeout, language=lang, secret=key))
     finally:
         client.close()

@@ -174,10 +174,17 @@ def _let_workers_end() -> None:
         worker.join(max(0.0, end - time.monotonic()))
 
 
-def call_with_deadline(fn: Callable[[], T], seconds: float, *, on_abandon: Callable[[], None] | None = None) -> T:
+#: How often a caller waiting on a worker wakes to look at ``check`` and at pending signals: a Ctrl-C
+#: the kernel hands to the worker thread rather than the main one is still acted on this soon.
+POLL_S = 0.1
+
+
+def call_with_deadline(fn: Callable[[], T], seconds: float, *, on_abandon: Callable[[], None] | None = None,
+                       check: Callable[[], None] | None = None) -> T:
     """``fn()`` in a daemon worker thread; the caller waits at most ``seconds`` and then raises
     :class:`AnswerTooSlow` (``on_abandon`` runs first: close the client so the worker's socket
-    ends). Ctrl-C interrupts the wait at once (a thread's ``join`` with a timeout is interruptible)."""
+    ends). Ctrl-C interrupts the wait at once, and so does ``check`` raising (a chat's cancel button):
+    the caller waits in slices of :data:`POLL_S`, gives the worker up and re-raises."""
     box: dict[str, Any] = {}
 
     def work() -> None:
@@ -199,9 +206,16 @@ def call_with_deadline(fn: Callable[[], T], seconds: float, *, on_abandon: Calla
     worker = threading.Thread(target=work, name="advisor-http", daemon=True)
     worker.start()
     _WORKERS.add(worker)
+    end = time.monotonic() + max(0.0, seconds)
     try:
-        worker.join(max(0.0, seconds))
-    except KeyboardInterrupt:
+        while worker.is_alive():
+            left = end - time.monotonic()
+            if left <= 0:
+                break
+            worker.join(min(POLL_S, left))
+            if check is not None and worker.is_alive():
+                check()
+    except BaseException:  # Ctrl-C, or check() saying the caller gave up
         abandon()
         raise
     if worker.is_alive():
