@@ -2,8 +2,8 @@
 
 Chroma holds the chunks; BM25 needs its own inverted index. It is saved in the index folder with the
 store's *generation* (a token the store changes on every write), so a search loads it in
-milliseconds when it is current and rebuilds it from the store's text when it is not (another
-process ingested, or a team's Chroma server changed).
+milliseconds when it is current (read with numpy alone, :mod:`.bm25_saved`) and rebuilds it from the
+store's text when it is not (another process ingested, or a team's Chroma server changed).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
+from .bm25_saved import open_saved
 from .text_tokens import tokenize
 
 IDS_FILE = "chunks.json"
@@ -76,11 +77,13 @@ def load_bm25(folder: Path, generation: str) -> Bm25Index | None:
         meta = json.loads(ids_path.read_text(encoding="utf-8"))
         if meta.get("generation") != generation:
             return None
-        import bm25s
-
         if not meta["chunk_ids"]:
-            return Bm25Index(bm25s.BM25(), [], [], generation)
-        retriever = bm25s.BM25.load(str(folder), show_progress=False)
+            return Bm25Index(None, [], [], generation)  # search() returns [] before using it
+        retriever = open_saved(folder)  # numpy alone: no bm25s (scipy) import on a search
+        if retriever is None:
+            import bm25s
+
+            retriever = bm25s.BM25.load(str(folder), show_progress=False)
         return Bm25Index(retriever, list(meta["chunk_ids"]), list(meta["kinds"]), generation)
     except Exception:  # missing, half-written or garbled files: the caller rebuilds from the store
         return None

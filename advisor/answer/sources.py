@@ -54,7 +54,7 @@ class CardCorpus:
 
     cards: dict[str, Any]  # doc_id -> SourceDocument
     chunks: list[Any]  # knowledge Chunk, in index order
-    retriever: Any  # bm25s.BM25
+    retriever: Any  # bm25_saved.SavedBm25 (or bm25s.BM25): get_scores(tokens); None without chunks
 
     def scores(self, tokens: list[str]):
         import numpy as np
@@ -66,18 +66,17 @@ class CardCorpus:
 
 @lru_cache(maxsize=4)
 def card_corpus(folder: str | None = None) -> CardCorpus:
-    """Cards are read and indexed once per process (about 180 sections; milliseconds). Their chunks
-    come from a disk cache kept current by the knowledge package (no text-splitter import per run)."""
-    import bm25s
+    """Cards are read and indexed once per process (about 180 sections). Their chunks and the BM25
+    index over them come from disk caches kept current by the knowledge package: no text-splitter
+    import, no tokenizing of the sections and no bm25s (scipy) import per run."""
+    from vllm_advisor_knowledge.bm25_saved import cached_index
     from vllm_advisor_knowledge.cards import load_cards
     from vllm_advisor_knowledge.chunk_cache import cached_chunks
-    from vllm_advisor_knowledge.text_tokens import tokenize
 
     cards = load_cards(Path(folder) if folder else None)
-    chunks = cached_chunks(cards, name="cards" if folder is None else "cards-" + hashlib.sha256(folder.encode()).hexdigest()[:10])
-    retriever = bm25s.BM25()
-    if chunks:
-        retriever.index([tokenize(f"{c.title}\n{c.heading}\n{c.text}") for c in chunks], show_progress=False)
+    name = "cards" if folder is None else "cards-" + hashlib.sha256(folder.encode()).hexdigest()[:10]
+    chunks = cached_chunks(cards, name=name)
+    retriever = cached_index([f"{c.title}\n{c.heading}\n{c.text}" for c in chunks], name=name) if chunks else None
     return CardCorpus({c.doc_id: c for c in cards}, chunks, retriever)
 
 
