@@ -328,7 +328,8 @@ def test_watch_writes_jsonl_and_windows_a_real_run(fixtures_dir: Path, tmp_path:
     assert [s.timestamp for s in loaded] == [s.timestamp for s in snaps]
     window = compute_window(loaded)
     assert window.num_snapshots == len(snaps)
-    assert 0.25 < window.duration_s < 1.0
+    # the samples' own span: 3 samples 0.1 s apart when a slow scrape (a loaded machine) skipped the last slots
+    assert (len(snaps) - 1) * 0.1 * 0.9 < window.duration_s < 1.0
     [engine] = summarize_window(window)["engines"]
     assert engine["generation_tokens"] == 2048.0
     assert engine["generation_tokens_per_s"] == pytest.approx(2048.0 / window.duration_s)
