@@ -101,13 +101,20 @@ class RankedCard:
     text_share: float  # the card's text match as a share of the best card's (0..1)
     primary: bool  # the finding's cause is the first one the card lists
     citation: Citation
+    passage: str = ""  # the cited section's text
 
 
-def rank_cards(finding: Finding, question: str | None, corpus: CardCorpus) -> list[RankedCard]:
+def _card_query(finding: Finding, question: str | None) -> list[str]:
+    return query_tokens(f"{question or ''}\n{cause_name('en', finding.cause)} {cause_title('en', finding.cause)}\n{render_all(finding.reasons, 'en')}")
+
+
+def rank_cards(finding: Finding, question: str | None, corpus: CardCorpus, *, snippets: bool = True) -> list[RankedCard]:
     """Every card naming the finding's cause, best first.
 
-    The citation points at the card's section that best matches the question and the finding."""
-    tokens = query_tokens(f"{question or ''}\n{cause_name('en', finding.cause)} {cause_title('en', finding.cause)}\n{render_all(finding.reasons, 'en')}")
+    The citation points at the card's section that best matches the question and the finding.
+    ``snippets=False`` leaves the citations' snippets empty (``pick_cards`` cuts them only for the
+    cards it cites: each costs a tokenizing pass per sentence of the section)."""
+    tokens = _card_query(finding, question)
     scores = corpus.scores(tokens)
     best: dict[str, tuple[float, Any]] = {}
     for i, chunk in enumerate(corpus.chunks):
@@ -133,21 +140,23 @@ def rank_cards(finding: Finding, question: str | None, corpus: CardCorpus) -> li
             url=chunk.url,
             heading=chunk.heading or None,
             kind="card",
-            snippet=_snippet(chunk.text, tokens),
+            snippet=_snippet(chunk.text, tokens) if snippets else None,
         )
-        ranked.append(RankedCard(TEXT_WEIGHT * share + bonus, share, primary, citation))
+        ranked.append(RankedCard(TEXT_WEIGHT * share + bonus, share, primary, citation, chunk.text))
     ranked.sort(key=lambda r: (-r.score, r.citation.doc_id))
     return ranked
 
 
 def pick_cards(finding: Finding, question: str | None, corpus: CardCorpus, limit: int) -> list[Citation]:
     picked: list[Citation] = []
-    for card in rank_cards(finding, question, corpus):
+    tokens: list[str] | None = None
+    for card in rank_cards(finding, question, corpus, snippets=False):
         if len(picked) >= limit:
             break
         if picked and card.text_share < (MIN_EXTRA_SHARE_PRIMARY if card.primary else MIN_EXTRA_SHARE_OTHER):
             continue
-        picked.append(card.citation)
+        tokens = _card_query(finding, question) if tokens is None else tokens
+        picked.append(card.citation.model_copy(update={"snippet": _snippet(card.passage, tokens)}))
     return picked
 
 
