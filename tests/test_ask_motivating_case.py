@@ -64,3 +64,26 @@ def test_changes_come_with_predicted_effects_and_sources(answer):
     assert answer["sources"] and all(s["url"] for s in answer["sources"])
     cited = {int(n) for n in re.findall(r"\[(\d+)\]", text)}
     assert cited and cited <= {s["number"] for s in answer["sources"]}
+
+
+def test_the_modelled_stall_stays_in_the_findings_whatever_the_ranker_says(monkeypatch):
+    """The prefill-chunk stall is the performance model's figure for this deployment: a ranker fitted
+    on words (refitted whenever the library grows) may put the cause last, yet the finding and its
+    numbers stay in the full answer; a cause with words alone is cut past the sixth place."""
+    from vllm_advisor.diagnosis import ranker
+    from vllm_advisor.diagnosis.engine import MAX_FINDINGS, diagnose
+    from vllm_advisor.diagnosis.inputs import gather
+
+    real_rank = ranker.rank
+
+    def stall_last(board, sem, model):
+        order = real_rank(board, sem, model)
+        return [r for r in order if r.cause != "chunked_prefill_interference"] + [r for r in order if r.cause == "chunked_prefill_interference"]
+
+    monkeypatch.setattr(ranker, "rank", stall_last)
+    findings = diagnose(gather(profile=SEED), with_effects=False).findings
+    causes = [f.cause for f in findings]
+    assert "chunked_prefill_interference" in causes[MAX_FINDINGS:]
+    stall = findings[causes.index("chunked_prefill_interference")]
+    assert any(e.kind == "model" and e.unit == "ms" for e in stall.evidence)
+    assert all(any(e.kind in ("model", "measured") for e in f.evidence) for f in findings[MAX_FINDINGS:])

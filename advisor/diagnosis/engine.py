@@ -23,6 +23,10 @@ from .text_cues import detect_cues
 
 DETECTORS = (detect_config, detect_measured, detect_physics, detect_cues)
 MAX_FINDINGS = 6
+#: Past MAX_FINDINGS a cause still enters the findings when measurements or the performance model put
+#: at least this much on the board (a rule of measured.py or physics.py that fired): its numbers are
+#: about this deployment, and the words-trained ranker must not push them out of the full answer.
+MODELLED_EFFECT = 2.0
 
 
 def diagnose(inputs: DiagnosisInputs, *, with_effects: bool = True) -> Diagnosis:
@@ -73,8 +77,8 @@ def _learned_order(board: Board, inputs: DiagnosisInputs):
     order = rank(board, sem, model)
     ranked: list[Hypothesis] = []
     for r in order:
-        if len(ranked) >= MAX_FINDINGS:
-            break
+        if len(ranked) >= MAX_FINDINGS and _structured_weight(board, r.cause) < MODELLED_EFFECT:
+            continue
         has_evidence = r.cause in board.hypotheses and board.hypotheses[r.cause].score > 0
         voters = [n for n in (sem.neighbours if sem else []) if r.cause in n.causes]
         # the first three are the ranker's, as scored on the validation part; past them a cause
@@ -91,6 +95,13 @@ def _learned_order(board: Board, inputs: DiagnosisInputs):
         ranked.append(h)
     similar = [SimilarReport(id=n.id, url=n.url, causes=n.causes, fix=n.fix, similarity=round(n.similarity, 2)) for n in (sem.neighbours if sem else [])[:SIMILAR_SHOWN]]
     return ranked, similar, undecided(order)
+
+
+def _structured_weight(board: Board, cause: str) -> float:
+    from .ranker import STRUCTURED_KINDS
+
+    h = board.hypotheses.get(cause)
+    return sum(h.by_kind.get(k, 0.0) for k in STRUCTURED_KINDS) if h is not None else 0.0
 
 
 def _finding(h: Hypothesis, inputs: DiagnosisInputs) -> Finding:
