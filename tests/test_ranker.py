@@ -9,6 +9,7 @@ import pytest
 
 from vllm_advisor.cases import load_library
 from vllm_advisor.diagnosis import ranker, semantic
+from vllm_advisor.diagnosis.board import Board
 from vllm_advisor.diagnosis.ranker import RankedCause, undecided
 from vllm_advisor.schema import CAUSE_IDS
 
@@ -76,6 +77,61 @@ def test_findings_follow_the_fitted_probabilities_and_show_them(shared_dir):
 def test_close_leaders_are_reported_as_undecided():
     assert undecided([RankedCause("queueing", 0.52), RankedCause("kv_capacity", 0.47), RankedCause("preemption", 0.1)]) == ["queueing", "kv_capacity"]
     assert undecided([RankedCause("queueing", 0.8), RankedCause("kv_capacity", 0.4)]) == []
+
+
+def _library_texts_and_labels(n: int = 60):
+    from vllm_advisor.cases.fit import labels_matrix
+    from vllm_advisor.diagnosis.inputs import DiagnosisInputs
+
+    cases = load_library()
+    zh = [c for c in cases if c.language == "zh"][: n // 3]
+    en = [c for c in cases if c.language == "en"][: n - len(zh)]
+    picked = [*en, *zh]
+    texts = [DiagnosisInputs(question=c.case.question, case=c.case).text for c in picked]
+    return texts, labels_matrix(picked).reshape(len(picked), -1)
+
+
+def test_word_model_computes_sklearns_tfidf_and_probabilities_without_sklearn():
+    """``ask`` applies the word model in plain numpy (no scikit-learn import); its vectors must be
+    TfidfVectorizer's char_wb vectors and its probabilities the per-cause regressions', on real
+    English and Chinese reports."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    from vllm_advisor.diagnosis.words import MAX_TERMS, NGRAMS, WordModel, fit_word_model
+
+    texts, y = _library_texts_and_labels()
+    assert any(ord(ch) > 0x4E00 for t in texts for ch in t)  # Chinese among them
+    model = fit_word_model(texts[:45], y[:45])
+    vec = TfidfVectorizer(analyzer="char_wb", ngram_range=NGRAMS, min_df=2, sublinear_tf=True, max_features=MAX_TERMS).fit(texts[:45])
+    assert model.vocabulary == vec.vocabulary_
+    reference = vec.transform(texts).toarray()
+    for text, row in zip(texts, reference):
+        idx, values = model.vector(text)
+        mine = np.zeros(len(vec.vocabulary_))
+        mine[idx] = values
+        assert np.allclose(mine, row, atol=1e-6)
+    j = int(np.argmax(y[:45].sum(axis=0)))  # the commonest cause: fitted, not a base rate
+    lr = LogisticRegression(C=4.0, class_weight="balanced", max_iter=2000, solver="liblinear").fit(vec.transform(texts[:45]), y[:45, j])
+    expected = lr.predict_proba(vec.transform(texts[45:]))[:, 1]
+    got = np.array([model.probabilities(t)[j] for t in texts[45:]])
+    assert np.allclose(got, expected, atol=0.01)  # coefficients are stored as float16
+    again = WordModel.from_dict(model.to_dict())
+    assert again.vocabulary == model.vocabulary
+    assert all(np.allclose(again.probabilities(t), model.probabilities(t)) for t in texts[:5])
+
+
+def test_shipped_ranker_carries_the_word_model_and_uses_it():
+    model = ranker.packaged_model()
+    assert model is not None and model.words is not None and len(model.words.vocabulary) > 1000
+    assert model.meta.get("words_terms") == len(model.words.vocabulary)
+    text = "为什么 --enforce-eager 之后解码速度只有一半？"
+    p = model.word_probabilities(text)
+    assert p is not None and p.shape == (len(CAUSE_IDS),) and np.all((p > 0) & (p < 1))
+    assert model.word_probabilities("   ") is None
+    col = ranker.FEATURES.index("words")
+    rows = ranker.feature_rows(Board(), None, model.prior, p)
+    assert np.allclose(rows[:, col], p)
 
 
 @pytest.mark.slow

@@ -30,6 +30,9 @@ SHARED_DEV = REPO.parent / "shared" / "cases" / "dev"
 #: Bump when the detectors or the board change, so cached evidence is recomputed.
 EVIDENCE_VERSION = 5
 C_REGULARISATION = 0.5
+#: The word model's regularisation (words.py): chosen by repeated CV on the fitting part
+#: (benchmarks/ranker_cv.py, RESULTS.md "Feature work on the fitting part (session 3)").
+WORDS_C = 4.0
 
 
 @dataclass
@@ -131,14 +134,15 @@ def log_prior(labels: list[list[str]]) -> np.ndarray:
     return np.log(counts / (len(labels) + len(CAUSE_IDS)))
 
 
-def rows_for(evs: list[CaseEvidence], index, prior: np.ndarray, *, exclude_self: bool) -> np.ndarray:
+def rows_for(evs: list[CaseEvidence], index, prior: np.ndarray, *, exclude_self: bool, words: np.ndarray | None = None) -> np.ndarray:
+    """``words``: (cases x causes) word-model probabilities, out of fold when fitting."""
     from ..diagnosis.ranker import feature_rows
     from ..diagnosis.semantic import signals
 
     blocks = []
-    for ev in evs:
+    for k, ev in enumerate(evs):
         sem = signals(ev.vector, index, parts=ev.parts, exclude=ev.id if exclude_self else None)
-        blocks.append(feature_rows(board_of(ev), sem, prior))
+        blocks.append(feature_rows(board_of(ev), sem, prior, words[k] if words is not None and ev.text.strip() else None))
     return np.vstack(blocks) if blocks else np.zeros((0, 0))
 
 
@@ -195,25 +199,49 @@ def fit_model(cases: list[LibraryCase], evs: list[CaseEvidence], index, *, calib
         if not test:
             continue
         m, idx = _fit_uncalibrated([cases[k] for k in train], [evs[k] for k in train], index)
-        rows = rows_for([evs[k] for k in test], idx, m.prior, exclude_self=False)
+        rows = rows_for([evs[k] for k in test], idx, m.prior, exclude_self=False, words=word_predictions(m.words, [evs[k] for k in test]))
         logits.append(m.logits(rows))
         labels.append(labels_matrix([cases[k] for k in test]))
     platt = LogisticRegression(C=1e6, max_iter=1000).fit(np.concatenate(logits).reshape(-1, 1), np.concatenate(labels))
     return model.with_calibration(platt.coef_[0][0], platt.intercept_[0]), sub
 
 
+def word_predictions(model, evs: list[CaseEvidence]) -> np.ndarray:
+    """(cases x causes) probabilities of the word model, as ``ask`` computes them."""
+    return np.vstack([model.probabilities(ev.text) for ev in evs]) if evs else np.zeros((0, len(CAUSE_IDS)))
+
+
+def words_out_of_fold(cases: list[LibraryCase], evs: list[CaseEvidence], folds: int = 5) -> np.ndarray:
+    """Each case's word-model probabilities from a model fitted without it (inner folds by a hash of
+    the id): the ranker learns what an honest word prediction is worth, not an in-sample one."""
+    from ..diagnosis.words import fit_word_model
+
+    y = labels_matrix(cases).reshape(len(cases), -1)
+    fold = [int(hashlib.sha256(f"words:{c.id}".encode()).hexdigest()[:8], 16) % folds for c in cases]
+    out = np.zeros(y.shape)
+    for f in range(folds):
+        train = [k for k in range(len(cases)) if fold[k] != f]
+        test = [k for k in range(len(cases)) if fold[k] == f]
+        if test:
+            wm = fit_word_model([evs[k].text for k in train], y[train], C=WORDS_C)
+            out[test] = word_predictions(wm, [evs[k] for k in test])
+    return out
+
+
 def _fit_uncalibrated(cases: list[LibraryCase], evs: list[CaseEvidence], index):
     from ..diagnosis.ranker import RankerModel, second_stage_rows
+    from ..diagnosis.words import fit_word_model
 
     keep = [index.ids.index(c.id) for c in cases]
     sub = index.subset(keep)
     prior = log_prior([c.report.causes for c in cases])
-    x = rows_for(evs, sub, prior, exclude_self=True)
     y = labels_matrix(cases)
+    x = rows_for(evs, sub, prior, exclude_self=True, words=words_out_of_fold(cases, evs))
     first = _fit_stage(x, y)
     cooc = cooccurrence([c.report.causes for c in cases])
     second = _fit_stage(second_stage_rows(x, first, cooc), y)
-    model = RankerModel(first, second, cooc, prior, {"fitted_on": len(cases)})
+    words = fit_word_model([ev.text for ev in evs], y.reshape(len(cases), -1), C=WORDS_C)
+    model = RankerModel(first, second, cooc, prior, {"fitted_on": len(cases), "words_terms": len(words.vocabulary)}, words=words)
     return model, sub
 
 
@@ -238,7 +266,7 @@ def score(rankings: list[list[str]], truths: list[list[str]]) -> Score:
 
 
 def predict_rankings(model, evs, index) -> tuple[list[list[str]], np.ndarray]:
-    rows = rows_for(evs, index, model.prior, exclude_self=False)
+    rows = rows_for(evs, index, model.prior, exclude_self=False, words=word_predictions(model.words, evs) if model.words else None)
     from ..diagnosis.ranker import order_causes, shown_probabilities
 
     p = model.probabilities(rows).reshape(len(evs), len(CAUSE_IDS))

@@ -74,7 +74,7 @@ def _learned_order(board: Board, inputs: DiagnosisInputs):
         sem = signals(vector, index, parts=parts)
     else:
         sem = None
-    order = rank(board, sem, model)
+    order = rank(board, sem, model, text)
     ranked: list[Hypothesis] = []
     for r in order:
         if len(ranked) >= MAX_FINDINGS and _structured_weight(board, r.cause) < MODELLED_EFFECT:

@@ -3,7 +3,8 @@
 The detectors (config facts, measurements, the performance model, cue phrases) still produce
 evidence on the board; what they no longer do is decide the order by hand-set weights. For each
 cause this module builds one feature row (the board's weight split by evidence kind, the cause's
-closeness to the user's words, the vote of the nearest library reports, the cause's base rate) and a
+closeness to the user's words, the vote of the nearest library reports, the word model's probability
+(words.py), the cause's base rate) and a
 logistic regression fitted on the fitting part of the case library turns it into a probability that
 the cause is one the thread would establish. Findings are ordered by that probability and show it
 as their confidence, so "0.8" means right about 80% of the time on reports it was not fitted on
@@ -24,6 +25,7 @@ import numpy as np
 from ..schema import CAUSE_IDS
 from .board import Board
 from .semantic import SemanticSignals
+from .words import WordModel
 
 KINDS = ("measured", "reported", "model", "config", "text", "source")
 FEATURES = (
@@ -39,6 +41,8 @@ FEATURES = (
     "centroid",
     "centroid_rel",
     "prior",
+    "words",
+    "words_rel",
 )
 WEIGHTS_FILE = "ranker_weights.json"
 
@@ -46,8 +50,9 @@ WEIGHTS_FILE = "ranker_weights.json"
 UNDECIDED_MARGIN = 0.08
 
 
-def feature_rows(board: Board, sem: SemanticSignals | None, prior: np.ndarray) -> np.ndarray:
-    """One row per cause (CAUSE_IDS order), columns FEATURES."""
+def feature_rows(board: Board, sem: SemanticSignals | None, prior: np.ndarray, words: np.ndarray | None = None) -> np.ndarray:
+    """One row per cause (CAUSE_IDS order), columns FEATURES. ``words``: the word model's
+    probability per cause (words.py), None when there are no words."""
     n = len(CAUSE_IDS)
     x = np.zeros((n, len(FEATURES)), dtype=np.float64)
     totals = np.array([board.hypotheses[c].score if c in board.hypotheses else 0.0 for c in CAUSE_IDS])
@@ -73,6 +78,9 @@ def feature_rows(board: Board, sem: SemanticSignals | None, prior: np.ndarray) -
         x[:, col["centroid"]] = sem.centroid
         x[:, col["centroid_rel"]] = sem.centroid - sem.centroid.mean()
     x[:, col["prior"]] = prior
+    if words is not None:
+        x[:, col["words"]] = words
+        x[:, col["words_rel"]] = words - words.mean()
     return x
 
 
@@ -127,6 +135,11 @@ class RankerModel:
     #: Platt scaling of the second stage's logit, fitted on out-of-fold predictions of the fitting
     #: part: in-sample probabilities are overconfident, the shown confidence should not be.
     calibration: tuple[float, float] = (1.0, 0.0)
+    #: the supervised model of the report's words (words.py), fitted on the same cases
+    words: WordModel | None = None
+
+    def word_probabilities(self, text: str) -> np.ndarray | None:
+        return self.words.probabilities(text) if self.words is not None and (text or "").strip() else None
 
     def logits(self, rows: np.ndarray) -> np.ndarray:
         """The uncalibrated ranking score (same order as the probabilities)."""
@@ -138,7 +151,7 @@ class RankerModel:
         return _sigmoid(a * self.logits(rows) + b)
 
     def with_calibration(self, a: float, b: float) -> RankerModel:
-        return RankerModel(self.first, self.second, self.cooc, self.prior, self.meta, (float(a), float(b)))
+        return RankerModel(self.first, self.second, self.cooc, self.prior, self.meta, (float(a), float(b)), self.words)
 
     def to_json(self) -> str:
         return json.dumps(
@@ -151,6 +164,7 @@ class RankerModel:
                 "prior": self.prior.tolist(),
                 "calibration": list(self.calibration),
                 "meta": self.meta,
+                "words": self.words.to_dict() if self.words is not None else None,
             },
             indent=1,
         )
@@ -160,7 +174,8 @@ class RankerModel:
         raw = json.loads(text)
         if raw["features"] != list(FEATURES) or raw["causes"] != list(CAUSE_IDS) or "second" not in raw:
             raise ValueError("ranker weights were fitted for other features or causes; refit them")
-        return cls(Stage.from_dict(raw["first"]), Stage.from_dict(raw["second"]), np.array(raw["cooc"]), np.array(raw["prior"]), raw.get("meta", {}), tuple(raw.get("calibration", (1.0, 0.0))))
+        words = WordModel.from_dict(raw["words"]) if raw.get("words") else None
+        return cls(Stage.from_dict(raw["first"]), Stage.from_dict(raw["second"]), np.array(raw["cooc"]), np.array(raw["prior"]), raw.get("meta", {}), tuple(raw.get("calibration", (1.0, 0.0))), words)
 
 
 @functools.cache
@@ -218,9 +233,11 @@ def shown_probabilities(p: np.ndarray, board: Board) -> tuple[np.ndarray, np.nda
     return p, strong
 
 
-def rank(board: Board, sem: SemanticSignals | None, model: RankerModel) -> list[RankedCause]:
-    """Every cause with its probability, in the order the findings take."""
-    p, strong = shown_probabilities(model.probabilities(feature_rows(board, sem, model.prior)), board)
+def rank(board: Board, sem: SemanticSignals | None, model: RankerModel, text: str = "") -> list[RankedCause]:
+    """Every cause with its probability, in the order the findings take (``text``: the user's words,
+    as embedded for ``sem``)."""
+    rows = feature_rows(board, sem, model.prior, model.word_probabilities(text))
+    p, strong = shown_probabilities(model.probabilities(rows), board)
     order = order_causes(p, strong)
     return [RankedCause(CAUSE_IDS[i], float(p[i])) for i in order]
 

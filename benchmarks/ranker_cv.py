@@ -1,0 +1,397 @@
+"""Repeated, fixed-fold cross-validation of ranker variants on the FITTING part of the case library.
+
+Issue 15's feature work may not look at the validation part (it has been looked at twice): this
+script loads the fitting part only (``LibraryCase.part == "fit"``), never the validation cases'
+evidence, and compares variants of the ranker on the same folds: R repeats of 5 folds, each repeat's
+folds a fixed hash of (repeat, case id), so two variants are scored on exactly the same splits and
+their difference is paired. It prints per variant the mean top-1 and recall@3 over the R x 5 test
+folds with the standard error of the mean over repeats (each repeat's score pools its 5 folds), and
+the paired difference to the first variant with its standard error over repeats.
+
+Usage: .venv/bin/python benchmarks/ranker_cv.py [--repeats 10] [--variants baseline,text,...]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import sys
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+@dataclass
+class Variant:
+    name: str
+    C: float = 0.5
+    k_neighbours: int = 7
+    text: bool = False  # the out-of-fold text model (TF-IDF + one-vs-rest LR) as stacked features
+    text_C: float = 4.0
+    text_cols: tuple[str, ...] = ("text_p", "text_rel")
+    blocks: tuple[str, ...] = ("word", "char")  # what the text model reads: words, characters, facts
+    extra: dict = field(default_factory=dict)
+
+
+FACTS = False  # set by --facts (gathering every case's inputs again takes a while)
+
+
+def folds_for(ids: list[str], repeat: int, k: int = 5) -> list[int]:
+    if repeat == 0:  # the folds of fit.py's own cross-validation
+        return [int(hashlib.sha256(i.encode()).hexdigest()[8:16], 16) % k for i in ids]
+    return [int(hashlib.sha256(f"{repeat}:{i}".encode()).hexdigest()[:8], 16) % k for i in ids]
+
+
+# -- structured facts (measured as a variant; not shipped: they did not help) -----------------------
+#: Engine arguments whose presence says nothing about a cause (identity, networking, logging).
+_NEUTRAL = {"model", "served_model_name", "host", "port", "disable_log_requests", "trust_remote_code", "extra", "env"}
+
+
+def _bucket(value: float | None, edges: tuple[float, ...], names: tuple[str, ...]) -> str:
+    if value is None:
+        return "none"
+    for edge, name in zip(edges, names):
+        if value < edge:
+            return name
+    return names[-1]
+
+
+def case_facts(inputs) -> list[str]:
+    """Tokens for the facts given (sorted, no duplicates)."""
+    out: set[str] = set()
+    dep = inputs.deployment
+    args = inputs.engine_args
+    engine = (dep.engine or "").strip().lower()
+    out.add(f"engine:{engine if engine in ('vllm', 'sglang', 'tgi') else ('other' if engine else 'none')}")
+    for name, value in args:
+        if name not in _NEUTRAL and value is not None:
+            out.add(f"flag:{name}")
+    for name in list(args.extra)[:32]:
+        out.add(f"flag:{str(name).lstrip('-').replace('-', '_').lower()[:40]}")
+    if args.env:
+        out.add("flag:env")
+    if args.enforce_eager:
+        out.add("eager")
+    if args.enable_prefix_caching is False:
+        out.add("prefix_caching:off")
+    if args.enable_chunked_prefill is False:
+        out.add("chunked_prefill:off")
+    tp = args.tensor_parallel_size or 1
+    out.add(f"tp:{_bucket(tp, (2, 3, 5, 8), ('1', '2', '4', '8+', '8+'))}")
+    if (args.pipeline_parallel_size or 1) > 1 or (args.data_parallel_size or 1) > 1:
+        out.add("pp_or_dp")
+    out.add(f"gpus:{_bucket(dep.num_gpus, (2, 3, 5, 9), ('1', '2', '3-4', '5-8', '9+'))}")
+    if dep.quantization or args.quantization:
+        out.add("quantized")
+    if args.kv_cache_dtype and args.kv_cache_dtype != "auto":
+        out.add("kv_quantized")
+    if dep.vllm_version:
+        out.add("version_given")
+    if dep.interconnect:
+        out.add(f"interconnect:{dep.interconnect.lower()}")
+    if dep.serve_command:
+        out.add("serve_command")
+    out.add(f"prompt:{_bucket(inputs.input_len, (1024, 8192, 32768), ('short', 'medium', 'long', 'very_long'))}")
+    out.add(f"output:{_bucket(inputs.output_len, (128, 1024), ('short', 'medium', 'long'))}")
+    if inputs.shared_prefix_len:
+        out.add("shared_prefix")
+    obs = inputs.observations
+    conc = [o.concurrency for o in obs if o.concurrency is not None]
+    out.add(f"load_points:{_bucket(len(obs), (1, 2, 3), ('0', '1', '2', '3+'))}")
+    out.add(f"concurrency:{_bucket(max(conc) if conc else None, (2, 9, 65), ('1', '2-8', '9-64', '65+'))}")
+    for field in ("ttft_ms", "tpot_ms", "itl_ms", "e2e_ms", "output_tok_s_per_request", "output_tok_s_total", "gpu_util_pct", "kv_cache_usage_pct", "num_requests_waiting", "preemptions", "prefix_cache_hit_rate"):
+        if any(getattr(o, field) is not None for o in obs):
+            out.add(f"reported:{field}")
+    if inputs.metrics_windows or inputs.metrics_summaries:
+        out.add("metrics")
+    if inputs.server_logs:
+        out.add("server_log")
+    if inputs.engine is not None:
+        out.add("modelled")
+    out.add(f"lang:{inputs.language}")
+    return sorted(out)
+
+
+def facts_of(item) -> list[str]:
+    """The facts of one case from its typed inputs (as `ask --profile` would gather them)."""
+    from vllm_advisor.diagnosis.inputs import DiagnosisInputs, detect_language, gather
+    from vllm_advisor.errors import AdvisorError
+
+    try:
+        inputs = gather(profile=item.path)
+    except AdvisorError:
+        inputs = DiagnosisInputs(question=item.case.question, case=item.case, language=detect_language(item.case.question))
+    return case_facts(inputs)
+
+
+def load_fitting_part():
+    from vllm_advisor.cases.fit import SHARED_DEV, build_index, evidence_for
+    from vllm_advisor.cases.library import load_dev_cases, load_library
+    from vllm_advisor.diagnosis.semantic import embed_text
+    from pathlib import Path
+
+    cases = [c for c in [*load_library(), *load_dev_cases(SHARED_DEV)] if c.part == "fit"]
+    evs = evidence_for(cases, Path("/tmp/vllm-advisor-case-evidence"))
+    for ev, c in zip(evs, cases):
+        ev.vector, ev.parts = embed_text(ev.text or c.case.question or "-")
+        ev.facts = facts_of(c) if FACTS else []
+    index = build_index(cases, np.vstack([ev.vector for ev in evs]))
+    return cases, evs, index
+
+
+def run_variant(v: Variant, cases, evs, index, repeats: int):
+    """(repeats, 2): top-1 and recall@3 per repeat, each pooled over its 5 test folds; and per case
+    (n_cases, 2): top-1 hits and causes found in the first three, averaged over the repeats."""
+    from vllm_advisor.cases import fit
+    from vllm_advisor.diagnosis import semantic
+
+    semantic.K_NEIGHBOURS = v.k_neighbours
+    fit.C_REGULARISATION = v.C
+    out = np.zeros((repeats, 2))
+    per_case = np.zeros((len(cases), 2))
+    ids = [c.id for c in cases]
+    for r in range(repeats):
+        fold = folds_for(ids, r)
+        rank_all, truth_all = [], []
+        for f in range(5):
+            train = [k for k in range(len(cases)) if fold[k] != f]
+            test = [k for k in range(len(cases)) if fold[k] == f]
+            rankings = fit_and_rank(v, [cases[k] for k in train], [evs[k] for k in train], [evs[k] for k in test], index)
+            rank_all += rankings
+            truth_all += [cases[k].report.causes for k in test]
+            for k, r_ in zip(test, rankings):
+                per_case[k] += (r_[0] in cases[k].report.causes, len(set(r_[:3]) & set(cases[k].report.causes)))
+        s = fit.score(rank_all, truth_all)
+        out[r] = (s.top1, s.recall3)
+    return out, per_case / repeats
+
+
+def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[list[str]]:
+    """fit.py's two logistic stages (without the Platt scaling, which never changes the order of
+    causes a measurement does not establish), with the variant's extra columns."""
+    from vllm_advisor.cases import fit
+    from vllm_advisor.diagnosis.ranker import RankerModel, order_causes, second_stage_rows, shown_probabilities
+    from vllm_advisor.schema import CAUSE_IDS
+
+    if v.extra.get("shipped"):  # fit.py's own pipeline, as `fit --write` fits the shipped model
+        model, sub = fit.fit_model(train_cases, train_evs, index, calibrate=v.extra.get("calibrate", False))
+        return fit.predict_rankings(model, test_evs, sub)[0]
+
+    sub = index.subset([index.ids.index(c.id) for c in train_cases])
+    prior = fit.log_prior([c.report.causes for c in train_cases])
+    x = fit.rows_for(train_evs, sub, prior, exclude_self=True)
+    xt = fit.rows_for(test_evs, sub, prior, exclude_self=False)
+    y = fit.labels_matrix(train_cases)
+    if v.text:
+        oof = text_oof(v, train_cases, train_evs)
+        full = TextModel(v).fit(train_evs, y.reshape(len(train_cases), -1)).predict(test_evs)
+        x = np.hstack([x, text_columns(v, oof)])
+        xt = np.hstack([xt, text_columns(v, full)])
+    stage = (lambda a, b: softmax_stage(a, b, v.extra.get("sm_C", v.C))) if v.extra.get("objective") == "softmax" else fit._fit_stage
+    first = stage(x, y) if v.extra.get("first") != "lr" else fit._fit_stage(x, y)
+    cooc = fit.cooccurrence([c.report.causes for c in train_cases])
+    second = stage(second_stage_rows(x, first, cooc), y)
+    model = RankerModel(first, second, cooc, prior, {})
+    p = model.probabilities(xt).reshape(len(test_evs), len(CAUSE_IDS))
+    out = []
+    for k, ev in enumerate(test_evs):
+        q, strong = shown_probabilities(p[k], fit.board_of(ev))
+        out.append([CAUSE_IDS[i] for i in order_causes(q, strong)])
+    return out
+
+
+def softmax_stage(x: np.ndarray, y: np.ndarray, C: float):
+    """A ranking objective: per case, a softmax over its 20 causes with the established causes as
+    the target distribution (shared coefficients, L2 penalty 1/(2C) as sklearn's LR); the
+    intercept then comes from one logistic fit of the score (it cancels in the softmax)."""
+    from scipy.optimize import minimize
+    from sklearn.linear_model import LogisticRegression
+
+    from vllm_advisor.diagnosis.ranker import Stage
+
+    n_c = 20
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    z = ((x - mean) / scale).reshape(-1, n_c, x.shape[1])
+    t = y.reshape(-1, n_c)
+    keep = t.sum(axis=1) > 0
+    z, t = z[keep], t[keep] / t[keep].sum(axis=1, keepdims=True)
+
+    def loss(w):
+        s = z @ w
+        s = s - s.max(axis=1, keepdims=True)
+        logp = s - np.log(np.exp(s).sum(axis=1, keepdims=True))
+        p = np.exp(logp)
+        val = -(t * logp).sum() + 0.5 / C * (w @ w)
+        grad = -np.einsum("ncf,nc->f", z, t - p) + w / C
+        return val, grad
+
+    w = minimize(loss, np.zeros(x.shape[1]), jac=True, method="L-BFGS-B").x
+    score = (((x - mean) / scale) @ w).reshape(-1, 1)
+    lr = LogisticRegression(C=1e6, max_iter=1000).fit(score, y)
+    return Stage(mean, scale, w * lr.coef_[0][0], float(lr.intercept_[0]))
+
+
+class TextModel:
+    """TF-IDF of word 1-2-grams and character 2-4-grams (covers Chinese, which has no spaces),
+    one logistic regression per cause."""
+
+    def __init__(self, v: Variant):
+        self.v = v
+
+    def _blocks(self, evs, fit: bool):
+        from scipy.sparse import hstack
+        from sklearn.feature_extraction.text import CountVectorizer, TfidfVectorizer
+
+        if fit:
+            self.vec = {}
+            if "word" in self.v.blocks:
+                self.vec["word"] = TfidfVectorizer(analyzer="word", ngram_range=(1, 2), min_df=2, sublinear_tf=True)
+            if "char" in self.v.blocks:
+                self.vec["char"] = TfidfVectorizer(analyzer="char_wb", ngram_range=self.v.extra.get("char_range", (2, 4)), min_df=2, sublinear_tf=True, max_features=self.v.extra.get("max_features"))
+            if "facts" in self.v.blocks:
+                self.vec["facts"] = CountVectorizer(analyzer=lambda toks: toks, min_df=2, binary=True)
+        mats = []
+        for name, vec in self.vec.items():
+            docs = [e.facts for e in evs] if name == "facts" else [e.text for e in evs]
+            m = vec.fit_transform(docs) if fit else vec.transform(docs)
+            if name == "facts":
+                m = m * self.v.extra.get("facts_scale", 0.3)
+            mats.append(m)
+        return hstack(mats).tocsr()
+
+    def fit(self, evs, y: np.ndarray):
+        from sklearn.linear_model import LogisticRegression
+
+        x = self._blocks(evs, True)
+        self.models = []
+        self.rate = (y.sum(axis=0) + 0.5) / (len(y) + 1.0)
+        for j in range(y.shape[1]):
+            if y[:, j].sum() < 2:
+                self.models.append(None)
+                continue
+            lr = LogisticRegression(C=self.v.text_C, class_weight=self.v.extra.get("text_cw"), max_iter=2000, solver="liblinear")
+            lr.fit(x, y[:, j])
+            self.models.append(lr)
+        return self
+
+    def predict(self, evs) -> np.ndarray:
+        x = self._blocks(evs, False)
+        out = np.zeros((len(evs), len(self.models)))
+        for j, m in enumerate(self.models):
+            out[:, j] = m.predict_proba(x)[:, 1] if m is not None else self.rate[j]
+        return out
+
+
+def text_oof(v: Variant, cases, evs, k: int = 5) -> np.ndarray:
+    """Out-of-fold text-model probabilities of the training cases (inner folds), so the ranker
+    learns how much an honest text prediction is worth."""
+    from vllm_advisor.cases import fit
+
+    fold = [int(hashlib.sha256(f"inner:{c.id}".encode()).hexdigest()[:8], 16) % k for c in cases]
+    y = fit.labels_matrix(cases).reshape(len(cases), -1)
+    out = np.zeros(y.shape)
+    for f in range(k):
+        tr = [i for i in range(len(cases)) if fold[i] != f]
+        te = [i for i in range(len(cases)) if fold[i] == f]
+        if te:
+            out[te] = TextModel(v).fit([evs[i] for i in tr], y[tr]).predict([evs[i] for i in te])
+    return out
+
+
+def text_columns(v: Variant, p: np.ndarray) -> np.ndarray:
+    """(n_cases, 20) probabilities -> (n_cases * 20, len(text_cols)) ranker columns."""
+    q = np.clip(p, 1e-4, 1 - 1e-4)
+    logit = np.log(q / (1 - q))
+    cols = []
+    for name in v.text_cols:
+        if name == "text_p":
+            cols.append(p)
+        elif name == "text_logit":
+            cols.append(logit)
+        elif name == "text_rel":
+            cols.append(p - p.mean(axis=1, keepdims=True))
+        elif name == "text_top":
+            cols.append((p == p.max(axis=1, keepdims=True)).astype(float))
+        elif name == "text_rank":
+            cols.append(np.argsort(np.argsort(-p, axis=1), axis=1) < 3)
+    return np.stack(cols, axis=-1).reshape(-1, len(cols)).astype(float)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeats", type=int, default=10)
+    parser.add_argument("--variants", default="baseline")
+    parser.add_argument("--facts", action="store_true", help="gather the structured facts (for the facts variants)")
+    args = parser.parse_args()
+    global FACTS
+    FACTS = args.facts
+    catalog = {v.name: v for v in VARIANTS}
+    chosen = [catalog[n] for n in args.variants.split(",")]
+    start = time.perf_counter()
+    cases, evs, index = load_fitting_part()
+    print(f"fitting part: {len(cases)} cases ({sum(c.language == 'zh' for c in cases)} in Chinese), {args.repeats} repeats x 5 folds; loaded in {time.perf_counter() - start:.1f} s", file=sys.stderr)
+    results, cases_res = {}, {}
+    n_true = float(np.mean([len(c.report.causes) for c in cases]))
+    print("| variant | top-1 (mean +- SE) | recall@3 (mean +- SE) | d top-1 vs first | d recall@3 vs first | d top-1 (case SE) | d recall@3 (case SE) |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
+    for v in chosen:
+        t = time.perf_counter()
+        res, pc = run_variant(v, cases, evs, index, args.repeats)
+        results[v.name], cases_res[v.name] = res, pc
+        dc = pc - cases_res[chosen[0].name]
+        cse = dc.std(axis=0, ddof=1) / np.sqrt(len(dc))
+        base = results[chosen[0].name]
+        d = res - base
+        se = res.std(axis=0, ddof=1) / np.sqrt(len(res)) if len(res) > 1 else np.zeros(2)
+        dse = d.std(axis=0, ddof=1) / np.sqrt(len(d)) if len(d) > 1 else np.zeros(2)
+        print(
+            f"| {v.name} | {res[:, 0].mean():.3f} +- {se[0]:.3f} | {res[:, 1].mean():.3f} +- {se[1]:.3f} | "
+            f"{d[:, 0].mean():+.3f} +- {dse[0]:.3f} | {d[:, 1].mean():+.3f} +- {dse[1]:.3f} | "
+            f"+- {cse[0]:.3f} | +- {cse[1] / n_true:.3f} |",
+            flush=True,
+        )
+        print(f"  ({v.name}: {time.perf_counter() - t:.1f} s)", file=sys.stderr)
+    return 0
+
+
+VARIANTS = [
+    Variant("baseline"),
+    Variant("shipped", extra={"shipped": True}),
+    Variant("shipped-calibrated", extra={"shipped": True, "calibrate": True}),
+    Variant("text", text=True),
+    Variant("text-logit", text=True, text_cols=("text_logit", "text_rel")),
+    Variant("text-p-only", text=True, text_cols=("text_p",)),
+    Variant("text-C1", text=True, text_C=1.0),
+    Variant("text-C16", text=True, text_C=16.0),
+    Variant("softmax", extra={"objective": "softmax"}),
+    Variant("softmax-C0.1", extra={"objective": "softmax", "sm_C": 0.1}),
+    Variant("softmax-C2", extra={"objective": "softmax", "sm_C": 2.0}),
+    Variant("softmax-2nd", extra={"objective": "softmax", "first": "lr"}),
+    Variant("text-bal", text=True, extra={"text_cw": "balanced"}),
+    Variant("facts-bal", text=True, blocks=("facts",), text_C=1.0, extra={"text_cw": "balanced", "facts_scale": 1.0}),
+    Variant("facts-bal-C0.1", text=True, blocks=("facts",), text_C=0.1, extra={"text_cw": "balanced", "facts_scale": 1.0}),
+    Variant("text+facts-bal", text=True, blocks=("word", "char", "facts"), extra={"text_cw": "balanced"}),
+    Variant("text+facts-bal-s1", text=True, blocks=("word", "char", "facts"), extra={"text_cw": "balanced", "facts_scale": 1.0}),
+    Variant("char-bal", text=True, blocks=("char",), extra={"text_cw": "balanced"}),
+    Variant("char-bal-C1", text=True, blocks=("char",), text_C=1.0, extra={"text_cw": "balanced"}),
+    Variant("char-bal-C16", text=True, blocks=("char",), text_C=16.0, extra={"text_cw": "balanced"}),
+    Variant("char-bal-1-3", text=True, blocks=("char",), extra={"text_cw": "balanced", "char_range": (1, 3)}),
+    Variant("char-bal-2-5", text=True, blocks=("char",), extra={"text_cw": "balanced", "char_range": (2, 5)}),
+    Variant("char-bal-mf15k", text=True, blocks=("char",), extra={"text_cw": "balanced", "max_features": 15000}),
+    Variant("char-bal-mf5k", text=True, blocks=("char",), extra={"text_cw": "balanced", "max_features": 5000}),
+    Variant("char-bal-p", text=True, blocks=("char",), text_cols=("text_p",), extra={"text_cw": "balanced"}),
+    Variant("char", text=True, blocks=("char",)),
+    Variant("C=0.1", C=0.1),
+    Variant("C=0.25", C=0.25),
+    Variant("C=1", C=1.0),
+    Variant("C=2", C=2.0),
+    Variant("k=5", k_neighbours=5),
+    Variant("k=10", k_neighbours=10),
+    Variant("k=15", k_neighbours=15),
+]
+
+if __name__ == "__main__":
+    raise SystemExit(main())
