@@ -76,8 +76,8 @@ def test_the_modelled_stall_stays_in_the_findings_whatever_the_ranker_says(monke
 
     real_rank = ranker.rank
 
-    def stall_last(board, sem, model):
-        order = real_rank(board, sem, model)
+    def stall_last(board, sem, model, *args, **kwargs):
+        order = real_rank(board, sem, model, *args, **kwargs)
         return [r for r in order if r.cause != "chunked_prefill_interference"] + [r for r in order if r.cause == "chunked_prefill_interference"]
 
     monkeypatch.setattr(ranker, "rank", stall_last)
