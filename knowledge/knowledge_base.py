@@ -45,7 +45,7 @@ from .errors import EmbeddingModelError, IndexUnavailableError, KnowledgeError, 
 from .glossary import ExpandedQuery, expand_query
 from .paths import BM25_SUBDIR, CHROMA_SUBDIR, MODELS_SUBDIR, resolve_kb_dir
 from .registry import Registry, SourceRecord
-from .search_snapshot import SNAPSHOT_SUBDIR, Snapshot, load_current, save_snapshot
+from .search_snapshot import SNAPSHOT_SUBDIR, Snapshot, SnapshotDamaged, load_current, save_snapshot
 from .snippets import make_snippet
 from .text_tokens import tokenize
 
@@ -770,6 +770,11 @@ class KnowledgeBase:
             return None  # a server, or chromadb is open already: no reason to avoid it
         if self._snapshot is None:
             self._snapshot = load_current(self.snapshot_dir, self.kb_dir / CHROMA_SUBDIR, COLLECTION) or False
+            if self._snapshot and isinstance(self._snapshot.documents, list):  # schema 1: rewrite as rows read on demand
+                try:
+                    save_snapshot(self.snapshot_dir, self._snapshot)
+                except OSError:
+                    pass  # a read-only index: schema 1 still serves
         return self._snapshot or None
 
     def searchable_chunks(self) -> int:
@@ -850,7 +855,11 @@ class KnowledgeBase:
         snapshot = self._current_snapshot()
         query_embedder = self._snapshot_query_embedder(snapshot) if snapshot is not None and "dense" in retrievers else None
         if snapshot is not None and (query_embedder is not None or "dense" not in retrievers):
-            return self._search_snapshot(snapshot, query_embedder, query, k, kind_set, per_doc, candidates, retrievers, use_glossary)
+            try:
+                return self._search_snapshot(snapshot, query_embedder, query, k, kind_set, per_doc, candidates, retrievers, use_glossary)
+            except SnapshotDamaged:
+                self._snapshot = False  # the store answers from now on
+                self._bm25 = None
         self._repair_if_needed(None)
         collection = self.collection()
         total = collection.count()
