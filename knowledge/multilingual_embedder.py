@@ -126,12 +126,9 @@ def _tokenizer(cache_dir: Path, version: str | None = None):
 
 
 def _one_blas_thread():
-    try:
-        from threadpoolctl import ThreadpoolController
+    from .blas_threads import blas_limit
 
-        return ThreadpoolController().limit
-    except Exception:  # noqa: BLE001 - without threadpoolctl the package's default stands
-        return None
+    return blas_limit()  # one controller per process, shared with the snapshot search
 
 
 def _cached_arrays(cache_dir: Path) -> dict[str, np.ndarray]:

@@ -96,9 +96,12 @@ class Snapshot:
         """The ids of the ``n`` chunks nearest to ``query`` by cosine (exact scan), best first."""
         import numpy as np
 
+        from .blas_threads import one_blas_thread
+
         if not self.ids:
             return []
-        scores = self.vectors @ np.asarray(query, dtype=np.float32).reshape(-1)
+        with one_blas_thread():  # 0.4 ms instead of ~16 ms with two threads on a busy machine
+            scores = self.vectors @ np.asarray(query, dtype=np.float32).reshape(-1)
         if kinds:
             allowed = np.fromiter((k in kinds for k in self.kinds), dtype=bool, count=len(self.kinds))
             scores = np.where(allowed, scores, -np.inf)
