@@ -14,6 +14,7 @@ Nothing here looks at the validation part before step 3, and step 3 changes noth
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import json
 import sys
@@ -28,7 +29,7 @@ from .library import LibraryCase, load_dev_cases, load_library
 REPO = Path(__file__).resolve().parents[2]
 SHARED_DEV = REPO.parent / "shared" / "cases" / "dev"
 #: Bump when the detectors or the board change, so cached evidence is recomputed.
-EVIDENCE_VERSION = 5
+EVIDENCE_VERSION = 6
 C_REGULARISATION = 0.5
 #: The word model's regularisation (words.py): chosen by repeated CV on the fitting part
 #: (benchmarks/ranker_cv.py, RESULTS.md "Feature work on the fitting part (session 3)").
@@ -73,7 +74,22 @@ def collect_evidence(item: LibraryCase) -> CaseEvidence:
 
 def _cache_key(item: LibraryCase) -> str:
     digest = hashlib.sha256(item.path.read_bytes()).hexdigest()[:16]
-    return f"{item.id}-{digest}-v{EVIDENCE_VERSION}"
+    return f"{item.id}-{digest}-v{EVIDENCE_VERSION}-{_code_digest()}"
+
+
+@functools.lru_cache(maxsize=1)
+def _code_digest() -> str:
+    """A digest of the code and data the detectors run on (the package's .py and .yaml files, the
+    shipped weights and the case files aside): evidence cached by one checkout is never read by
+    another whose detectors differ, even when both forgot to bump EVIDENCE_VERSION."""
+    package = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for path in sorted(package.rglob("*")):
+        if path.suffix not in (".py", ".yaml", ".json") or "cases" in path.relative_to(package).parts[:1] or path.name == "ranker_weights.json":
+            continue
+        h.update(str(path.relative_to(package)).encode())
+        h.update(path.read_bytes())
+    return h.hexdigest()[:12]
 
 
 def evidence_for(cases: list[LibraryCase], cache_dir: Path | None, progress=None) -> list[CaseEvidence]:

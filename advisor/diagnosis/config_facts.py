@@ -45,6 +45,7 @@ def detect_config(inputs: DiagnosisInputs, board: Board) -> None:
     _versions(inputs, board, cfg, text)
     _batched_tokens(inputs, board, cfg, text)
     _max_num_seqs(inputs, board, cfg, text)
+    _max_num_seqs_below_clients(inputs, board, cfg)
     _small_model(inputs, board)
 
 
@@ -132,6 +133,33 @@ def _max_num_seqs(inputs: DiagnosisInputs, board: Board, cfg, text: str) -> None
             reason=msg("reason.max_num_seqs_over", seqs=seqs, fit=q(reported, "x")),
         )
         board.add("kv_capacity", 1.5, Evidence(kind="reported", origin="startup", label=msg("ev.max_concurrency"), value=round(reported, 2), unit="x"))
+
+
+def _offered_clients(inputs: DiagnosisInputs) -> int | None:
+    """The most concurrent clients the user reports or measured (workload, observations, runs)."""
+    counts = [o.concurrency for o in inputs.observations if o.concurrency]
+    counts += [r.offered_concurrency for r in inputs.measured if r.offered_concurrency]
+    if inputs.case is not None and inputs.case.workload.concurrency:
+        counts.append(inputs.case.workload.concurrency)
+    return int(max(counts)) if counts else None
+
+
+def _max_num_seqs_below_clients(inputs: DiagnosisInputs, board: Board, cfg) -> None:
+    """The scheduler runs at most max_num_seqs requests per step: clients beyond it wait in the
+    queue whatever the KV cache could hold. A value the user set is a fact (3.0); the default that
+    vLLM picks for this version and GPU is the model's reading of the deployment (2.0)."""
+    clients = _offered_clients(inputs)
+    explicit = inputs.engine_args.max_num_seqs
+    seqs = explicit or (inputs.engine.config.max_num_seqs if inputs.engine is not None else None)
+    if not (clients and seqs) or clients <= seqs:
+        return
+    board.add(
+        "max_num_seqs_limit",
+        3.0 if explicit else 2.0,
+        cfg("max_num_seqs", seqs),
+        Evidence(kind="reported", origin="workload", label=msg("ev.setting", name="concurrency"), value=float(clients), unit="clients"),
+        reason=msg("reason.max_num_seqs_below_clients", seqs=seqs, clients=clients, waiting=clients - seqs),
+    )
 
 
 def _small_model(inputs: DiagnosisInputs, board: Board) -> None:
