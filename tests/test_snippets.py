@@ -31,13 +31,13 @@ def _uncached(text: str, query_tokens: set[str], width: int = SNIPPET_CHARS) -> 
 
 
 def test_cached_windows_give_the_same_snippets():
-    texts = [p.read_text(encoding="utf-8") for p in sorted((REPO / "knowledge" / "cards").glob("*.md"))]
+    texts = [p.read_text(encoding="utf-8")[:1500] for p in sorted((REPO / "knowledge" / "cards").glob("*.md"))[::3]]
     queries = ["why is TTFT so high with long prompts", "为什么100并发和40并发差不多 KV cache", "max_num_batched_tokens chunked prefill", "zzz"]
     _windows.cache_clear()
-    for _ in range(2):  # the second pass reads every passage's windows from the cache
-        for text in texts:
-            for q in queries:
-                tokens = set(tokenize(q))
-                assert make_snippet(text, tokens) == _uncached(text, tokens)
-                assert make_snippet(text, tokens, 120) == _uncached(text, tokens, 120)
+    for text in texts:
+        for q in queries:  # the first query tokenizes the windows, the others read them from the cache
+            tokens = set(tokenize(q))
+            assert make_snippet(text, tokens) == _uncached(text, tokens)
+        tokens = set(tokenize(queries[0]))
+        assert make_snippet(text, tokens, 120) == _uncached(text, tokens, 120)
     assert _windows.cache_info().hits > 0

@@ -26,16 +26,22 @@ def reference():
 
 
 @pytest.fixture(scope="module")
-def tokenizer(tmp_path_factory) -> UseTokenizer:
-    tok = cached_tokenizer(MODEL, tmp_path_factory.mktemp("use"), "test")
+def cache_dir(tmp_path_factory) -> Path:
+    return tmp_path_factory.mktemp("use")
+
+
+@pytest.fixture(scope="module")
+def tokenizer(cache_dir) -> UseTokenizer:
+    tok = cached_tokenizer(MODEL, cache_dir, me._tokenizer_version())
     assert tok is not None, "the cache was rejected: it disagrees with sentencepiece on the self-test"
     return tok
 
 
-def _texts(shared_dir: Path) -> list[str]:
-    """Every line of the cards, the case library, the symptom sentences and the dev cases: English,
-    Chinese, tables, code, flags and numbers as users and reports write them."""
-    files = sorted((REPO / "knowledge" / "cards").glob("*.md")) + sorted((REPO / "knowledge" / "cases").glob("*.yaml"))
+def _texts(shared_dir: Path, every_case: int = 4) -> list[str]:
+    """Every line of the cards, the symptom sentences, the dev cases and every ``every_case``-th
+    report of the case library: English, Chinese, tables, code, flags and numbers as users and
+    reports write them."""
+    files = sorted((REPO / "knowledge" / "cards").glob("*.md")) + sorted((REPO / "knowledge" / "cases").glob("*.yaml"))[::every_case]
     files += [REPO / "knowledge" / "cause_symptoms.yaml", *sorted((shared_dir / "cases" / "dev").glob("*.yaml"))]
     lines = list(dict.fromkeys(line for f in files for line in f.read_text(encoding="utf-8").splitlines() if line.strip()))
     raw = yaml.safe_load((REPO / "knowledge" / "cause_symptoms.yaml").read_text(encoding="utf-8"))
@@ -49,21 +55,32 @@ EDGE = [
 ]
 
 
+def _mismatched(tokenizer, reference, texts: list[str]) -> list[str]:
+    return [t for t in texts if tokenizer.encode(t, add_bos=True, add_eos=True) != reference.encode(t, out_type=int, add_bos=True, add_eos=True)]
+
+
 def test_same_ids_as_sentencepiece_on_the_library_cards_and_dev_cases(tokenizer, reference, shared_dir):
     texts = _texts(shared_dir) + EDGE + list(SELF_TEST)
-    assert len(texts) > 4000
-    mismatched = [t for t in texts if tokenizer.encode(t, add_bos=True, add_eos=True) != reference.encode(t, out_type=int, add_bos=True, add_eos=True)]
-    assert mismatched == []
+    assert len(texts) > 1500
+    assert _mismatched(tokenizer, reference, texts) == []
 
 
-def test_the_embedder_uses_it_and_the_vectors_are_the_c_tokenizers(tmp_path, reference):
-    backend = me._fast_backend(tmp_path)
+@pytest.mark.slow
+def test_same_ids_on_the_whole_library_and_the_vllm_docs(tokenizer, reference, shared_dir):
+    """The whole case library and every line of vLLM's docs (~5 MB; 28 s on the development machine)."""
+    texts = _texts(shared_dir, every_case=1)
+    texts += [line for page in sorted((shared_dir / "corpus" / "vllm-docs").rglob("*.md")) for line in page.read_text(encoding="utf-8").splitlines() if line.strip()]
+    assert _mismatched(tokenizer, reference, list(dict.fromkeys(texts))) == []
+
+
+def test_the_embedder_uses_it_and_the_vectors_are_the_c_tokenizers(cache_dir, tokenizer, reference):
+    backend = me._fast_backend(cache_dir)
     assert isinstance(backend.sp, UseTokenizer)
     texts = ["为什么100并发和40并发差不多？", "TTFT grows with the queue at 40 clients.", "KV cache 使用率 99%，preemption 频繁"]
     ours = np.asarray(backend.encode(texts))
     backend.sp = reference
     assert np.array_equal(ours, np.asarray(backend.encode(texts)))
-    again = me._fast_backend(tmp_path)  # read from the cache this time
+    again = me._fast_backend(cache_dir)  # read from the cache this time
     assert isinstance(again.sp, UseTokenizer) and np.array_equal(np.asarray(again.encode(texts)), ours)
 
 
