@@ -132,6 +132,7 @@ def _predict_effects(findings: list[Finding], inputs: DiagnosisInputs) -> None:
         return
     points = points[-1:]  # the heaviest load point tells the story; keeps `ask` fast
     seen: dict[tuple[str, ...], Msg] = {}
+    baseline_runs: dict = {}  # every what-if below starts from the same deployment: one "before" simulation
     for f in findings:
         for rec in f.recommendations:
             if not rec.whatif:
@@ -143,7 +144,7 @@ def _predict_effects(findings: list[Finding], inputs: DiagnosisInputs) -> None:
                         inputs.deployment, inputs.engine_args, list(key), points,
                         input_len=inputs.input_len, output_len=inputs.output_len,
                         shared_prefix_len=inputs.shared_prefix_len or 0,
-                        num_prompts=diagnosis_prompts(points[0]),
+                        num_prompts=diagnosis_prompts(points[0]), baseline_runs=baseline_runs,
                     )
                     seen[key] = _effect(result)
                 except AdvisorError:

@@ -150,8 +150,14 @@ def what_if(
     num_prompts: int | None = None,
     shared_prefix_len: int = 0,
     efficiency: Efficiency | None = None,
+    baseline_runs: dict | None = None,
 ) -> WhatIfResult:
-    """Predict every load point before and after the changes (with ``efficiency`` if calibrated)."""
+    """Predict every load point before and after the changes (with ``efficiency`` if calibrated).
+
+    ``baseline_runs``: the "before" runs of earlier calls with the same deployment, engine args and
+    efficiency, by load point and workload (filled in here), so a caller asking several what-ifs of
+    one deployment simulates each point's "before" once (the simulation is deterministic: same
+    inputs, same run). Each call gets its own copy."""
     needed = input_len + output_len
     base = build_engine_model(deployment, args, needed_model_len=needed, efficiency=efficiency)
     dep2, args2, special = apply_changes(deployment, args, changes)
@@ -159,7 +165,13 @@ def what_if(
     notes = list(dict.fromkeys(base.notes + changed.notes))
     result_points = []
     for point in points:
-        before, _ = predict_load_point(base, point, input_len=input_len, output_len=output_len, num_prompts=num_prompts, shared_prefix_len=shared_prefix_len)
+        key = (point, input_len, output_len, num_prompts, shared_prefix_len)
+        if baseline_runs is not None and key in baseline_runs:
+            before = baseline_runs[key].model_copy(deep=True)
+        else:
+            before, _ = predict_load_point(base, point, input_len=input_len, output_len=output_len, num_prompts=num_prompts, shared_prefix_len=shared_prefix_len)
+            if baseline_runs is not None:
+                baseline_runs[key] = before.model_copy(deep=True)
         if "disagg" in special:
             after = predict_disaggregated(changed, special["disagg"], point, input_len=input_len, output_len=output_len, num_prompts=num_prompts)
         elif not changed.memory.fits:
