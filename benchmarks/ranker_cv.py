@@ -183,13 +183,17 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
     x = fit.rows_for(train_evs, sub, prior, exclude_self=True)
     xt = fit.rows_for(test_evs, sub, prior, exclude_self=False)
     y = fit.labels_matrix(train_cases)
-    if v.text:
-        oof = text_oof(v, train_cases, train_evs)
-        full = TextModel(v).fit(train_evs, y.reshape(len(train_cases), -1)).predict(test_evs)
-        x = np.hstack([x, text_columns(v, oof)])
-        xt = np.hstack([xt, text_columns(v, full)])
-    stage = (lambda a, b: softmax_stage(a, b, v.extra.get("sm_C", v.C))) if v.extra.get("objective") == "softmax" else fit._fit_stage
-    first = stage(x, y) if v.extra.get("first") != "lr" else fit._fit_stage(x, y)
+    stacked = [v] if v.text else []
+    if v.extra.get("second"):  # a second stacked model (its own blocks and C), e.g. on the sentence embedding
+        stacked.append(Variant(v.name + "/2", **v.extra["second"]))
+    for sv in stacked:
+        oof = text_oof(sv, train_cases, train_evs)
+        full = TextModel(sv).fit(train_evs, y.reshape(len(train_cases), -1)).predict(test_evs)
+        x = np.hstack([x, text_columns(sv, oof)])
+        xt = np.hstack([xt, text_columns(sv, full)])
+    lr_stage = (lambda a, b: weighted_stage(a, b, v.C, v.extra["stage_cw"])) if v.extra.get("stage_cw") else fit._fit_stage
+    stage = (lambda a, b: softmax_stage(a, b, v.extra.get("sm_C", v.C))) if v.extra.get("objective") == "softmax" else lr_stage
+    first = stage(x, y) if v.extra.get("first") != "lr" else lr_stage(x, y)
     cooc = fit.cooccurrence([c.report.causes for c in train_cases])
     second = stage(second_stage_rows(x, first, cooc), y)
     model = RankerModel(first, second, cooc, prior, {})
@@ -199,6 +203,20 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
         q, strong = shown_probabilities(p[k], fit.board_of(ev))
         out.append([CAUSE_IDS[i] for i in order_causes(q, strong)])
     return out
+
+
+def weighted_stage(x: np.ndarray, y: np.ndarray, C: float, positive_weight: float):
+    """fit._fit_stage with the established causes weighted (about 1 row in 13 is positive)."""
+    from sklearn.linear_model import LogisticRegression
+
+    from vllm_advisor.diagnosis.ranker import Stage
+
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    lr = LogisticRegression(C=C, max_iter=3000, class_weight={0: 1.0, 1: positive_weight})
+    lr.fit((x - mean) / scale, y)
+    return Stage(mean, scale, lr.coef_[0], float(lr.intercept_[0]))
 
 
 def softmax_stage(x: np.ndarray, y: np.ndarray, C: float):
@@ -254,6 +272,10 @@ class TextModel:
             if "facts" in self.v.blocks:
                 self.vec["facts"] = CountVectorizer(analyzer=lambda toks: toks, min_df=2, binary=True)
         mats = []
+        if "emb" in self.v.blocks:
+            from scipy.sparse import csr_matrix
+
+            mats.append(csr_matrix(np.vstack([e.vector for e in evs]) * self.v.extra.get("emb_scale", 1.0)))
         for name, vec in self.vec.items():
             docs = [e.facts for e in evs] if name == "facts" else [e.text for e in evs]
             m = vec.fit_transform(docs) if fit else vec.transform(docs)
@@ -384,6 +406,15 @@ VARIANTS = [
     Variant("char-bal-mf5k", text=True, blocks=("char",), extra={"text_cw": "balanced", "max_features": 5000}),
     Variant("char-bal-p", text=True, blocks=("char",), text_cols=("text_p",), extra={"text_cw": "balanced"}),
     Variant("char", text=True, blocks=("char",)),
+    Variant("char-bal-rw3", text=True, blocks=("char",), extra={"text_cw": "balanced", "stage_cw": 3.0}),
+    Variant("char-bal-rw10", text=True, blocks=("char",), extra={"text_cw": "balanced", "stage_cw": 10.0}),
+    Variant("char-bal-rC0.25", text=True, blocks=("char",), C=0.25, extra={"text_cw": "balanced"}),
+    Variant("char-bal-rC2", text=True, blocks=("char",), C=2.0, extra={"text_cw": "balanced"}),
+    Variant("char-bal-k10", text=True, blocks=("char",), k_neighbours=10, extra={"text_cw": "balanced"}),
+    Variant("emb-bal", text=True, blocks=("emb",), text_C=1.0, extra={"text_cw": "balanced"}),
+    Variant("char+emb-bal", text=True, blocks=("char", "emb"), extra={"text_cw": "balanced"}),
+    Variant("char-bal+emb-bal", text=True, blocks=("char",), extra={"text_cw": "balanced", "second": {"text": True, "blocks": ("emb",), "text_C": 1.0, "extra": {"text_cw": "balanced"}}}),
+    Variant("char-bal+emb-bal-C4", text=True, blocks=("char",), extra={"text_cw": "balanced", "second": {"text": True, "blocks": ("emb",), "text_C": 4.0, "extra": {"text_cw": "balanced"}}}),
     Variant("C=0.1", C=0.1),
     Variant("C=0.25", C=0.25),
     Variant("C=1", C=1.0),
