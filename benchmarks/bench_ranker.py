@@ -5,7 +5,7 @@
 - the whole case library parsed from its YAML files (only fitting needs this; `ask` reads the index);
 - the multilingual embedder in a fresh process: start, load (memory-mapped arrays + C++ tokenizer),
   embed one question; and one warm query embedding in-process;
-- the semantic signals + ranking for one query (in-process, warm).
+- the semantic signals + the word model + ranking for one query (in-process, warm).
 
 Usage: .venv/bin/python benchmarks/bench_ranker.py [--repeats 5]
 """
@@ -51,14 +51,14 @@ def main() -> None:
     embed_warm = median_of(lambda: semantic.embed([QUESTION]), args.repeats)
     model, index = ranker.packaged_model(), semantic.packaged_index()
     vector = semantic.embed([QUESTION])[0]
-    rank_warm = median_of(lambda: ranker.rank(Board(), semantic.signals(vector, index), model), args.repeats)
+    rank_warm = median_of(lambda: ranker.rank(Board(), semantic.signals(vector, index), model, QUESTION), args.repeats)
     code = "from vllm_advisor_knowledge.multilingual_embedder import shared_embedder; shared_embedder().encode(['x'])"
     cold = median_of(lambda: subprocess.run([sys.executable, "-c", code], check=True), args.repeats)
     bare = median_of(lambda: subprocess.run([sys.executable, "-c", "import numpy"], check=True), args.repeats)
     print(f"weights + case index load (in-process, cold): {artifacts * 1000:.1f} ms")
     print(f"case library YAML parse ({n_cases} files):    {library * 1000:.1f} ms (fitting only)")
     print(f"embed one question (warm):                   {embed_warm * 1000:.1f} ms")
-    print(f"semantic signals + ranking (warm):           {rank_warm * 1000:.2f} ms")
+    print(f"signals + word model + ranking (warm):      {rank_warm * 1000:.2f} ms")
     print(f"embedder in a fresh process (start+load+1):  {cold * 1000:.0f} ms (python + numpy alone: {bare * 1000:.0f} ms)")
 
 
