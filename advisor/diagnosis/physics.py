@@ -25,9 +25,13 @@ def detect_physics(inputs: DiagnosisInputs, board: Board) -> None:
         return
     mem = engine.memory
     if not mem.fits:
+        # the memory model's own verdict, below the establishing level: a deployment that serves
+        # (every report of slowness) did fit, so "does not fit" is as often the model's estimate of
+        # the weights (dtype, MoE layout, offload) as the user's settings; the server log's
+        # "Maximum concurrency" line (measured.py) is what establishes a small KV cache
         board.add(
             "memory_config",
-            3.0,
+            1.5,
             _model(msg("ev.kv_cache_per_gpu"), round(mem.kv_cache_gib, 2), "GiB"),
             reason=msg("reason.kv_too_small"),
         )
