@@ -332,6 +332,25 @@ class Report:
     library_ids: set = field(default_factory=set)
     model: object = None
     index: object = None
+    #: the validation part split by whether its scores were read before (LOOKED_AT): "fresh" cases
+    #: were never scored before the figure reported for them
+    validation_fresh: dict[str, Score] = field(default_factory=dict)
+    validation_seen: dict[str, Score] = field(default_factory=dict)
+
+
+#: Validation cases whose scores were read in earlier sessions (the file says when).
+LOOKED_AT = REPO / "knowledge" / "cases" / "looked-at-before.txt"
+
+
+def looked_at_before() -> set[str]:
+    if not LOOKED_AT.is_file():
+        return set()
+    return {line.strip() for line in LOOKED_AT.read_text(encoding="utf-8").splitlines() if line.strip() and not line.startswith("#")}
+
+
+def _subset(rankings, cases, keep) -> dict[str, Score]:
+    sel = [k for k, c in enumerate(cases) if keep(c)]
+    return _by_language([rankings[k] for k in sel], [cases[k] for k in sel])
 
 
 def _by_language(rankings, cases) -> dict[str, Score]:
@@ -369,6 +388,9 @@ def run(cache_dir: Path | None = None, progress=None, *, look_at_validation: boo
     validation_board = _by_language(board_rankings(val_evs), val_cases)
     validation_constant = _by_language(constant_rankings(fit_cases, len(val_cases)), val_cases)
     per_case = [(c.id, c.language, list(c.report.causes), r[:3], float(np.max(p[k]))) for k, (c, r) in enumerate(zip(val_cases, rankings))]
+    seen = looked_at_before()
+    validation_fresh = _subset(rankings, val_cases, lambda c: c.id not in seen)
+    validation_seen = _subset(rankings, val_cases, lambda c: c.id in seen)
 
     # 5-fold cross-validation over everything, folds by a hash of the id (fixed, like the split)
     fold = [int(hashlib.sha256(c.id.encode()).hexdigest()[8:16], 16) % 5 for c in cases]
@@ -402,6 +424,8 @@ def run(cache_dir: Path | None = None, progress=None, *, look_at_validation: boo
         library_ids,
         model,
         index,
+        validation_fresh,
+        validation_seen,
     )
 
 
@@ -432,6 +456,11 @@ def format_report(report: Report) -> str:
             if not s.n:  # --dev: the validation part is not scored
                 continue
             lines.append(f"| validation ({lang}) | {name} | {s.n} | {s.top1:.2f} | {s.recall3:.2f} |")
+    for name, table in (("validation, never scored before", report.validation_fresh), ("validation, scored in earlier sessions", report.validation_seen)):
+        for lang in ("all", "en", "zh"):
+            s = table.get(lang)
+            if s is not None and s.n:
+                lines.append(f"| {name} ({lang}) | learned | {s.n} | {s.top1:.2f} | {s.recall3:.2f} |")
     for name, s in (("learned", report.cv), ("hand-set board", report.cv_board), ("constant guess", report.cv_constant)):
         lines.append(f"| 5-fold CV ({'fitting part' if not report.validation['all'].n else 'all'}) | {name} | {s.n} | {s.top1:.2f} | {s.recall3:.2f} |")
     lines += ["", "| confidence bin | findings | mean confidence | share right |", "| --- | --- | --- | --- |"]
