@@ -173,6 +173,10 @@ class Session:
         from .answer import attach_sources, write_answer, write_answer_llm
         from .diagnosis.engine import diagnose
 
+        if self.kb is None and not self.chroma_url:  # the local index opens beside the diagnosis
+            from .answer.sources import prefetch_knowledge_base
+
+            prefetch_knowledge_base()
         on_stage("reading the evidence and modelling the deployment", 1)
         inputs = self.inputs(question, language_of=language_of, check=check)
         if require_question and not inputs.question:

@@ -352,3 +352,25 @@ def test_bfloat16_batches_agree_with_float32(monkeypatch, tmp_path: Path):
     reference = fp32.model.encode(texts, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
     assert float((a * reference).sum(axis=1).min()) >= 0.99999
     assert fp32.encode(texts[:1]).tolist() == bf16.encode(texts[:1]).tolist()  # a query is float32 either way
+
+
+def test_ask_opens_the_index_and_its_query_model_beside_the_diagnosis(full):
+    """`ask` calls prefetch_knowledge_base at its start: the local index and its query model's ONNX
+    session open on a thread while the diagnosis runs; the open_knowledge_base after the diagnosis
+    gets that same searcher, already warm, with the hits of one opened in line, and neither opens
+    chromadb nor imports torch."""
+    import subprocess
+    import sys
+
+    kb_dir = full[0]
+    query = "How do I check the prefix cache hit rate?"
+    code = (
+        "import sys\nfrom vllm_advisor.answer.sources import open_knowledge_base, prefetch_knowledge_base\n"
+        f"d = {str(kb_dir)!r}\nprefetch_knowledge_base(d)\nnotes = []\nkb = open_knowledge_base(d, notes)\n"
+        "warm = kb._query_embedder is not None\n"
+        f"a = [h.chunk_id for h in kb.search({query!r}, 5)]\n"
+        f"b = [h.chunk_id for h in open_knowledge_base(d, []).search({query!r}, 5)]\n"
+        "print(warm, a == b and len(a) == 5, notes == [], 'chromadb' in sys.modules, 'torch' in sys.modules)"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.stdout.split() == ["True", "True", "True", "False", "False"], out.stderr[-2000:]
