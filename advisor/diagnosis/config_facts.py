@@ -46,6 +46,7 @@ def detect_config(inputs: DiagnosisInputs, board: Board) -> None:
     _batched_tokens(inputs, board, cfg, text)
     _max_num_seqs(inputs, board, cfg, text)
     _max_num_seqs_below_clients(inputs, board, cfg)
+    _rocm_attention(inputs, board, cfg)
     _small_model(inputs, board)
 
 
@@ -160,6 +161,19 @@ def _max_num_seqs_below_clients(inputs: DiagnosisInputs, board: Board, cfg) -> N
         Evidence(kind="reported", origin="workload", label=msg("ev.setting", name="concurrency"), value=float(clients), unit="clients"),
         reason=msg("reason.max_num_seqs_below_clients", seqs=seqs, clients=clients, waiting=clients - seqs),
     )
+
+
+#: AMD GPUs by the names reports give them (Instinct MI2xx/MI3xx, Radeon RX/PRO, gfx targets)
+AMD_GPU = re.compile(r"\bmi\s?[123]\d{2}[a-z]?\b|instinct|radeon|\br9700\b|\brx\s?\d{4}|\bgfx\d{3,4}", re.IGNORECASE)
+
+
+def _rocm_attention(inputs: DiagnosisInputs, board: Board, cfg) -> None:
+    """On ROCm, which attention kernel vLLM picks (its ROCm, Triton or AITER backends, the last
+    switched by VLLM_ROCM_USE_AITER and the image) changes decode and long-context speed several
+    times over, so an AMD GPU is evidence that the backend is worth checking first."""
+    gpu = inputs.deployment.gpu or ""
+    if AMD_GPU.search(gpu):
+        board.add("attention_backend", 1.5, cfg("gpu", gpu), reason=msg("reason.rocm_attention"))
 
 
 def _small_model(inputs: DiagnosisInputs, board: Board) -> None:
