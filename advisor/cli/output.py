@@ -4,9 +4,7 @@ from __future__ import annotations
 
 import json
 import math
-from typing import Any, Callable
-
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any, Callable
 
 import click
 

@@ -61,7 +61,7 @@ SIMILAR_SHOWN = 3
 def _learned_order(board: Board, inputs: DiagnosisInputs):
     """Order the causes by the fitted ranker (ranker.py); the board's own order when no weights ship."""
     from ..schema import CAUSE_IDS, Evidence, SimilarReport
-    from .ranker import packaged_model, rank, undecided
+    from .ranker import packaged_model, rank, structured_weight, undecided
     from .semantic import embed_text, packaged_index, signals
 
     model = packaged_model()
@@ -77,7 +77,7 @@ def _learned_order(board: Board, inputs: DiagnosisInputs):
     order = rank(board, sem, model, text)
     ranked: list[Hypothesis] = []
     for r in order:
-        if len(ranked) >= MAX_FINDINGS and _structured_weight(board, r.cause) < MODELLED_EFFECT:
+        if len(ranked) >= MAX_FINDINGS and structured_weight(board, r.cause) < MODELLED_EFFECT:
             continue
         has_evidence = r.cause in board.hypotheses and board.hypotheses[r.cause].score > 0
         voters = [n for n in (sem.neighbours if sem else []) if r.cause in n.causes]
@@ -95,13 +95,6 @@ def _learned_order(board: Board, inputs: DiagnosisInputs):
         ranked.append(h)
     similar = [SimilarReport(id=n.id, url=n.url, causes=n.causes, fix=n.fix, similarity=round(n.similarity, 2)) for n in (sem.neighbours if sem else [])[:SIMILAR_SHOWN]]
     return ranked, similar, undecided(order)
-
-
-def _structured_weight(board: Board, cause: str) -> float:
-    from .ranker import STRUCTURED_KINDS
-
-    h = board.hypotheses.get(cause)
-    return sum(h.by_kind.get(k, 0.0) for k in STRUCTURED_KINDS) if h is not None else 0.0
 
 
 def _finding(h: Hypothesis, inputs: DiagnosisInputs) -> Finding:

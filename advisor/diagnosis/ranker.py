@@ -203,14 +203,15 @@ STRUCTURED_KINDS = ("measured", "model")
 ESTABLISHING = 3.0
 
 
+def structured_weight(board: Board, cause: str) -> float:
+    """What measurements and the performance model put on the board for ``cause``."""
+    h = board.hypotheses.get(cause)
+    return sum(h.by_kind.get(k, 0.0) for k in STRUCTURED_KINDS) if h is not None else 0.0
+
+
 def established_by_structure(board: Board) -> np.ndarray:
     """Per cause (CAUSE_IDS order): structured evidence at the establishing level."""
-    out = np.zeros(len(CAUSE_IDS), dtype=bool)
-    for i, cause in enumerate(CAUSE_IDS):
-        h = board.hypotheses.get(cause)
-        if h is not None and sum(h.by_kind.get(k, 0.0) for k in STRUCTURED_KINDS) >= ESTABLISHING:
-            out[i] = True
-    return out
+    return np.array([structured_weight(board, cause) >= ESTABLISHING for cause in CAUSE_IDS], dtype=bool)
 
 
 def order_causes(p: np.ndarray, strong: np.ndarray) -> np.ndarray:
@@ -227,9 +228,7 @@ def shown_probabilities(p: np.ndarray, board: Board) -> tuple[np.ndarray, np.nda
     p = p.copy()
     strong = established_by_structure(board)
     for i in np.flatnonzero(strong):
-        h = board.hypotheses[CAUSE_IDS[i]]
-        weight = sum(h.by_kind.get(k, 0.0) for k in STRUCTURED_KINDS)
-        p[i] = max(p[i], 1.0 - np.exp(-weight / 2.0))
+        p[i] = max(p[i], 1.0 - np.exp(-structured_weight(board, CAUSE_IDS[i]) / 2.0))
     return p, strong
 
 
