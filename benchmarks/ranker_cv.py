@@ -115,14 +115,9 @@ def case_facts(inputs) -> list[str]:
 
 def facts_of(item) -> list[str]:
     """The facts of one case from its typed inputs (as `ask --profile` would gather them)."""
-    from vllm_advisor.diagnosis.inputs import DiagnosisInputs, detect_language, gather
-    from vllm_advisor.errors import AdvisorError
+    from vllm_advisor.cases.fit import case_inputs
 
-    try:
-        inputs = gather(profile=item.path)
-    except AdvisorError:
-        inputs = DiagnosisInputs(question=item.case.question, case=item.case, language=detect_language(item.case.question))
-    return case_facts(inputs)
+    return case_facts(case_inputs(item)[0])
 
 
 def load_fitting_part():

@@ -48,20 +48,27 @@ class CaseEvidence:
     parts: np.ndarray | None = field(default=None, repr=False)
 
 
+def case_inputs(item: LibraryCase):
+    """(inputs, error): the case as `ask --profile` gathers it (label stripped); when an input
+    cannot be read, the case stands on its words alone, as an answer would, and ``error`` says why."""
+    from ..diagnosis.inputs import DiagnosisInputs, detect_language, gather
+    from ..errors import AdvisorError
+
+    try:
+        return gather(profile=item.path), None
+    except AdvisorError as exc:
+        return DiagnosisInputs(question=item.case.question, case=item.case, language=detect_language(item.case.question)), exc.one_line()
+
+
 def collect_evidence(item: LibraryCase) -> CaseEvidence:
     """Run the detectors over the case as `ask --profile` would (label stripped)."""
     from ..diagnosis.board import Board
     from ..diagnosis.engine import DETECTORS
-    from ..diagnosis.inputs import DiagnosisInputs, detect_language, gather
+    from ..diagnosis.inputs import DiagnosisInputs
     from ..errors import AdvisorError
 
     text = DiagnosisInputs(question=item.case.question, case=item.case).text  # the words `ask` embeds
-    error = None
-    try:
-        inputs = gather(profile=item.path)
-    except AdvisorError as exc:  # the case stands on its words alone, as an answer would
-        error = exc.one_line()
-        inputs = DiagnosisInputs(question=item.case.question, case=item.case, language=detect_language(item.case.question))
+    inputs, error = case_inputs(item)
     board = Board()
     for detector in DETECTORS:
         try:
