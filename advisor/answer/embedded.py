@@ -456,19 +456,19 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
         # in the reply's order (the diagnosis' order when a question asks two things): a finding its
         # figures alone establish shows its headline (figures below), the others their reasons
         pending = list(reply.reasons)
+
+        def reason_line(r) -> list[str]:  # the last reason written carries the source markers
+            pending.remove(r)
+            return [render(r, language).strip() + ("" if pending else markers(cited)), ""]
+
         for f in reply.findings:
             if f.cause not in explained:
                 out += [f"**{cause_title(language, f.cause)}**{p.stop}" + ("" if reply.reasons else markers(cited)), ""]
                 continue
             for r in [r for r in pending if r in f.reasons]:
-                pending.remove(r)
-                line = render(r, language).strip()
-                if not pending:
-                    line += markers(cited)
-                out += [line, ""]
-        for r in pending:
-            pending_last = r is pending[-1]
-            out += [render(r, language).strip() + (markers(cited) if pending_last else ""), ""]
+                out += reason_line(r)
+        for r in list(pending):
+            out += reason_line(r)
         if reply.figures and len(reply.reasons) < 2:  # two reasons or more already carry their figures
             out.append(f"{phrase(language, 'key_figures')}{p.colon}" + p.semi.join(render_evidence(e, language, bullet=False) for e in reply.figures))
             out.append("")
