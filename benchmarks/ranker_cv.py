@@ -175,8 +175,20 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
 
     sub = index.subset([index.ids.index(c.id) for c in train_cases])
     prior = fit.log_prior([c.report.causes for c in train_cases])
-    x = fit.rows_for(train_evs, sub, prior, exclude_self=True)
-    xt = fit.rows_for(test_evs, sub, prior, exclude_self=False)
+    w_train = w_test = None
+    if v.extra.get("words"):  # the shipped word model, out of fold for the training rows (fit.py's way)
+        from vllm_advisor.diagnosis.words import fit_word_model
+
+        aug = v.extra.get("aug")
+        if aug:
+            w_train = words_oof_aug(train_cases, train_evs, aug, v.extra.get("aug_w", 1.0))
+            wm = fit_words_aug(train_cases, train_evs, aug, v.extra.get("aug_w", 1.0))
+        else:
+            w_train = fit.words_out_of_fold(train_cases, train_evs)
+            wm = fit_word_model([ev.text for ev in train_evs], fit.labels_matrix(train_cases).reshape(len(train_cases), -1), C=fit.WORDS_C)
+        w_test = fit.word_predictions(wm, test_evs)
+    x = fit.rows_for(train_evs, sub, prior, exclude_self=True, words=w_train)
+    xt = fit.rows_for(test_evs, sub, prior, exclude_self=False, words=w_test)
     y = fit.labels_matrix(train_cases)
     stacked = [v] if v.text else []
     if v.extra.get("second"):  # a second stacked model (its own blocks and C), e.g. on the sentence embedding
@@ -186,6 +198,9 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
         full = TextModel(sv).fit(train_evs, y.reshape(len(train_cases), -1)).predict(test_evs)
         x = np.hstack([x, text_columns(sv, oof)])
         xt = np.hstack([xt, text_columns(sv, full)])
+    if v.extra.get("cause_cols"):
+        x = np.hstack([x, cause_columns(v.extra["cause_cols"], x, len(train_cases))])
+        xt = np.hstack([xt, cause_columns(v.extra["cause_cols"], xt, len(test_evs))])
     lr_stage = (lambda a, b: weighted_stage(a, b, v.C, v.extra["stage_cw"])) if v.extra.get("stage_cw") else fit._fit_stage
     stage = (lambda a, b: softmax_stage(a, b, v.extra.get("sm_C", v.C))) if v.extra.get("objective") == "softmax" else lr_stage
     first = stage(x, y) if v.extra.get("first") != "lr" else lr_stage(x, y)
@@ -198,6 +213,63 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
         q, strong = shown_probabilities(p[k], fit.board_of(ev))
         out.append([CAUSE_IDS[i] for i in order_causes(q, strong)])
     return out
+
+
+def fit_words_aug(cases, evs, aug: str, weight: float):
+    """The word model fitted on the cases' words plus extra labelled documents: "root" (each
+    case's root cause and fix, labelled with its causes), "symptoms" (the cause descriptions of
+    cause_symptoms.yaml, one document per cause and language)."""
+    from vllm_advisor.cases import fit
+    from vllm_advisor.diagnosis.semantic import symptom_sentences
+    from vllm_advisor.diagnosis.words import fit_word_model
+    from vllm_advisor.schema import CAUSE_IDS
+
+    texts = [ev.text for ev in evs]
+    y = fit.labels_matrix(cases).reshape(len(cases), -1)
+    extra_t, extra_y = [], []
+    if "root" in aug:
+        for c, row in zip(cases, y):
+            extra_t.append(f"{c.report.root_cause} {c.report.fix or ''}")
+            extra_y.append(row)
+    if "symptoms" in aug:
+        for j, cause in enumerate(CAUSE_IDS):
+            one = np.zeros(len(CAUSE_IDS)); one[j] = 1
+            for sent in symptom_sentences()[cause]:
+                extra_t.append(sent); extra_y.append(one)
+    return fit_word_model(texts + extra_t, np.vstack([y, *extra_y]) if extra_y else y, C=fit.WORDS_C)
+
+
+def words_oof_aug(cases, evs, aug: str, weight: float, folds: int = 5) -> np.ndarray:
+    from vllm_advisor.cases import fit
+
+    y = fit.labels_matrix(cases).reshape(len(cases), -1)
+    fold = [int(hashlib.sha256(f"words:{c.id}".encode()).hexdigest()[:8], 16) % folds for c in cases]
+    out = np.zeros(y.shape)
+    for f in range(folds):
+        tr = [k for k in range(len(cases)) if fold[k] != f]
+        te = [k for k in range(len(cases)) if fold[k] == f]
+        if te:
+            wm = fit_words_aug([cases[k] for k in tr], [evs[k] for k in tr], aug, weight)
+            out[te] = fit.word_predictions(wm, [evs[k] for k in te])
+    return out
+
+
+def cause_columns(kind: str, x: np.ndarray, n_cases: int) -> np.ndarray:
+    """Per-cause columns: "onehot" (a bias per cause beyond its base rate), "words" (the word
+    model's probability per cause, so each cause weighs its own word evidence), "board" (the
+    board total per cause)."""
+    from vllm_advisor.diagnosis.ranker import FEATURES
+
+    n_c = 20
+    onehot = np.tile(np.eye(n_c), (n_cases, 1))
+    cols = []
+    for part in kind.split("+"):
+        if part == "onehot":
+            cols.append(onehot)
+        else:
+            src = {"words": "words", "board": "board_total", "text": "board_text", "vote": "vote"}[part]
+            cols.append(onehot * x[:, [FEATURES.index(src)]])
+    return np.hstack(cols)
 
 
 def weighted_stage(x: np.ndarray, y: np.ndarray, C: float, positive_weight: float):
@@ -410,6 +482,15 @@ VARIANTS = [
     Variant("char+emb-bal", text=True, blocks=("char", "emb"), extra={"text_cw": "balanced"}),
     Variant("char-bal+emb-bal", text=True, blocks=("char",), extra={"text_cw": "balanced", "second": {"text": True, "blocks": ("emb",), "text_C": 1.0, "extra": {"text_cw": "balanced"}}}),
     Variant("char-bal+emb-bal-C4", text=True, blocks=("char",), extra={"text_cw": "balanced", "second": {"text": True, "blocks": ("emb",), "text_C": 4.0, "extra": {"text_cw": "balanced"}}}),
+    Variant("words", extra={"words": True}),
+    Variant("aug-root", extra={"words": True, "aug": "root"}),
+    Variant("aug-symptoms", extra={"words": True, "aug": "symptoms"}),
+    Variant("aug-both", extra={"words": True, "aug": "root+symptoms"}),
+    Variant("cc-onehot", extra={"words": True, "cause_cols": "onehot"}),
+    Variant("cc-words", extra={"words": True, "cause_cols": "words"}),
+    Variant("cc-onehot+words", extra={"words": True, "cause_cols": "onehot+words"}),
+    Variant("cc-onehot+words+board", extra={"words": True, "cause_cols": "onehot+words+board"}),
+    Variant("cc-onehot+text", extra={"words": True, "cause_cols": "onehot+text"}),
     Variant("C=0.1", C=0.1),
     Variant("C=0.25", C=0.25),
     Variant("C=1", C=1.0),

@@ -7,7 +7,7 @@ from collections import Counter
 import pytest
 
 from vllm_advisor.cases import load_dev_cases, load_library
-from vllm_advisor.cases.library import url_key, url_sha256
+from vllm_advisor.cases.library import thread_key, url_aliases, url_key, url_sha256
 from vllm_advisor.schema import CAUSE_IDS
 
 
@@ -43,11 +43,25 @@ def test_no_url_twice_dev_included(library, dev):
     assert [u for u, n in counts.items() if n > 1] == []
 
 
+def test_no_thread_twice_under_another_address(library, dev):
+    """.../issues/N and .../pull/N are one GitHub thread (as are www. and http:// forms)."""
+    counts = Counter(thread_key(c.report.url) for c in [*library, *dev])
+    assert [u for u, n in counts.items() if n > 1] == []
+
+
+def test_thread_aliases():
+    assert thread_key("https://github.com/ROCm/ATOM/pull/1835") == thread_key("http://www.github.com/rocm/atom/issues/1835/files")
+    assert thread_key("https://github.com/a/b/issues/1") != thread_key("https://github.com/a/b/issues/10")
+    aliases = url_aliases("https://github.com/vllm-project/vllm/pull/12345#x")
+    assert "https://github.com/vllm-project/vllm/issues/12345" in aliases and "https://github.com/vllm-project/vllm/pull/12345" in aliases
+    assert url_aliases("https://discuss.vllm.ai/t/x/12/") == ["https://discuss.vllm.ai/t/x/12"]
+
+
 def test_no_excluded_report_enters_the_library(library, shared_dir):
     lines = (shared_dir / "cases" / "excluded-url-sha256.txt").read_text().split("\n")
     excluded = {line.strip().lower() for line in lines if line.strip() and not line.startswith("#")}
     assert len(excluded) > 10
-    hits = [c.id for c in library if url_sha256(c.report.url) in excluded]
+    hits = [c.id for c in library if any(url_sha256(a) in excluded for a in url_aliases(c.report.url))]
     assert hits == []
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -27,6 +28,27 @@ def url_key(url: str) -> str:
 
 def url_sha256(url: str) -> str:
     return hashlib.sha256(url_key(url).encode()).hexdigest()
+
+
+_GITHUB_THREAD = re.compile(r"^https?://(?:www\.)?github\.com/([^/]+/[^/]+)/(?:issues|pull|pulls)/(\d+)(?:/.*)?$")
+
+
+def url_aliases(url: str) -> list[str]:
+    """Other addresses of the same thread: GitHub numbers issues and pull requests in one sequence,
+    so .../issues/N and .../pull/N (and www., http://, a /files or /commits tail) are one thread.
+    The exclusion check hashes every alias: a report kept aside stays out under any of its names."""
+    key = url_key(url)
+    m = _GITHUB_THREAD.match(key)
+    if not m:
+        return [key]
+    repo, number = m.groups()
+    return [key, *(f"{scheme}://{host}github.com/{repo}/{kind}/{number}" for scheme in ("https", "http") for host in ("", "www.") for kind in ("issues", "pull", "pulls"))]
+
+
+def thread_key(url: str) -> str:
+    """One key per thread (duplicate checks): a GitHub issue or pull request by repository and number."""
+    m = _GITHUB_THREAD.match(url_key(url))
+    return f"github.com/{m.group(1)}#{m.group(2)}" if m else url_key(url).split("://", 1)[-1].removeprefix("www.")
 
 
 @dataclass(frozen=True)
