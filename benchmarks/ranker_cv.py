@@ -170,6 +170,7 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
     from vllm_advisor.schema import CAUSE_IDS
 
     if v.extra.get("shipped"):  # fit.py's own pipeline, as `fit --write` fits the shipped model
+        fit.WORDS_AUGMENT = v.extra.get("augment", ("root", "symptoms"))
         model, sub = fit.fit_model(train_cases, train_evs, index, calibrate=v.extra.get("calibrate", False))
         return fit.predict_rankings(model, test_evs, sub)[0]
 
@@ -449,6 +450,7 @@ def main() -> int:
 VARIANTS = [
     Variant("baseline"),
     Variant("shipped", extra={"shipped": True}),
+    Variant("shipped-no-augment", extra={"shipped": True, "augment": ()}),
     Variant("shipped-calibrated", extra={"shipped": True, "calibrate": True}),
     Variant("text", text=True),
     Variant("text-logit", text=True, text_cols=("text_logit", "text_rel")),

@@ -34,6 +34,13 @@ C_REGULARISATION = 0.5
 #: The word model's regularisation (words.py): chosen by repeated CV on the fitting part
 #: (benchmarks/ranker_cv.py, RESULTS.md "Feature work on the fitting part (session 3)").
 WORDS_C = 4.0
+#: Extra labelled documents the word model learns from, beside the reports' own words (fitting part
+#: only, never read at run time): "root" is each fitting case's established root cause and fix, with its
+#: causes; "symptoms" is each cause's description in cause_symptoms.yaml (English and Chinese). They
+#: teach the vocabulary of a cause that few questions use yet. Repeated CV on the fitting part (4 x 5
+#: folds, paired): +0.005 +- 0.005 top-1, +0.002 +- 0.004 recall@3 in fit.py's own pipeline, -0.001 /
+#: +0.010 +- 0.005 in ranker_cv's: within noise, never below; kept for the vocabulary (RESULTS.md, session 4).
+WORDS_AUGMENT: tuple[str, ...] = ("root", "symptoms")
 
 
 @dataclass
@@ -234,6 +241,28 @@ def word_predictions(model, evs: list[CaseEvidence]) -> np.ndarray:
     return np.vstack([model.probabilities(ev.text) for ev in evs]) if evs else np.zeros((0, len(CAUSE_IDS)))
 
 
+def word_training_set(cases: list[LibraryCase], evs: list[CaseEvidence], augment: tuple[str, ...] | None = None) -> tuple[list[str], np.ndarray]:
+    """The word model's documents and (documents x causes) labels: the cases' words, then the
+    WORDS_AUGMENT documents of the same cases (the label's prose, never a test case's)."""
+    from ..diagnosis.semantic import symptom_sentences
+
+    augment = WORDS_AUGMENT if augment is None else augment
+    texts = [ev.text for ev in evs]
+    y = labels_matrix(cases).reshape(len(cases), -1)
+    rows = [y]
+    if "root" in augment:
+        texts += [f"{c.report.root_cause} {c.report.fix or ''}" for c in cases]
+        rows.append(y)
+    if "symptoms" in augment:
+        for j, cause in enumerate(CAUSE_IDS):
+            sentences = symptom_sentences()[cause]
+            texts += sentences
+            one = np.zeros((len(sentences), len(CAUSE_IDS)))
+            one[:, j] = 1.0
+            rows.append(one)
+    return texts, np.vstack(rows)
+
+
 def words_out_of_fold(cases: list[LibraryCase], evs: list[CaseEvidence], folds: int = 5) -> np.ndarray:
     """Each case's word-model probabilities from a model fitted without it (inner folds by a hash of
     the id): the ranker learns what an honest word prediction is worth, not an in-sample one."""
@@ -246,7 +275,7 @@ def words_out_of_fold(cases: list[LibraryCase], evs: list[CaseEvidence], folds: 
         train = [k for k in range(len(cases)) if fold[k] != f]
         test = [k for k in range(len(cases)) if fold[k] == f]
         if test:
-            wm = fit_word_model([evs[k].text for k in train], y[train], C=WORDS_C)
+            wm = fit_word_model(*word_training_set([cases[k] for k in train], [evs[k] for k in train]), C=WORDS_C)
             out[test] = word_predictions(wm, [evs[k] for k in test])
     return out
 
@@ -263,7 +292,7 @@ def _fit_uncalibrated(cases: list[LibraryCase], evs: list[CaseEvidence], index):
     first = _fit_stage(x, y)
     cooc = cooccurrence([c.report.causes for c in cases])
     second = _fit_stage(second_stage_rows(x, first, cooc), y)
-    words = fit_word_model([ev.text for ev in evs], y.reshape(len(cases), -1), C=WORDS_C)
+    words = fit_word_model(*word_training_set(cases, evs), C=WORDS_C)
     model = RankerModel(first, second, cooc, prior, {"fitted_on": len(cases), "words_terms": len(words.vocabulary)}, words=words)
     return model, sub
 
