@@ -9,7 +9,9 @@ the call it is meant for. Endless answers stop when the client goes away or the 
 from __future__ import annotations
 
 import json
+import signal
 import socket
+import subprocess
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -220,12 +222,22 @@ class FaultServer(ThreadingHTTPServer):
         self.server_close()
 
 
+def _default_sigint() -> None:
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def popen_interruptible(args, **kwargs) -> subprocess.Popen:
+    """``subprocess.Popen`` whose child takes Ctrl-C as it would from a terminal. A shell that runs the
+    suite in the background (``make test &``, a runner without job control) starts it with SIGINT
+    ignored; children inherit that, and Python then never raises KeyboardInterrupt, so a Ctrl-C test
+    would fail on how it was launched rather than on the command under test."""
+    return subprocess.Popen(args, preexec_fn=_default_sigint, **kwargs)
+
+
 def interrupt_and_wait(child, timeout: float = 30) -> tuple[str, str]:
     """Send Ctrl-C (SIGINT) to a child started with ``PYTHONFAULTHANDLER=1`` and wait for it. When it
     does not end in time, SIGABRT makes Python's fault handler print every thread's stack, and the
     test fails with that stack: a Ctrl-C that is lost says where the command was waiting."""
-    import signal
-    import subprocess
 
     child.send_signal(signal.SIGINT)
     try:

@@ -19,7 +19,7 @@ import time
 import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
-from faultserver import FAULTS, FaultServer, interrupt_and_wait  # noqa: E402
+from faultserver import FAULTS, FaultServer, interrupt_and_wait, popen_interruptible  # noqa: E402
 
 CLI = [sys.executable, "-m", "vllm_advisor.cli"]
 DEADLINE_S = 2.0
@@ -136,7 +136,7 @@ def test_ctrl_c_is_honoured_while_a_server_stalls(command, server, env, tmp_path
     ignored while /v1/models hung)."""
     args = COMMANDS[command](server.url("stall"), tmp_path)
     args = [a if a != str(DEADLINE_S) else "60" for a in args]
-    child = subprocess.Popen([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**env, "PYTHONFAULTHANDLER": "1"})
+    child = popen_interruptible([*CLI, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**env, "PYTHONFAULTHANDLER": "1"})
     time.sleep(4)  # started and waiting on the stalled server
     assert child.poll() is None
     sent = time.monotonic()

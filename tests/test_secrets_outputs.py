@@ -15,7 +15,7 @@ import pytest
 from vllm_advisor.logs import LogStore, redact_text
 
 sys.path.insert(0, os.path.dirname(__file__))
-from faultserver import FaultServer, interrupt_and_wait  # noqa: E402
+from faultserver import FaultServer, interrupt_and_wait, popen_interruptible  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[1]
 CLI = [sys.executable, "-m", "vllm_advisor.cli"]
@@ -82,7 +82,7 @@ def test_watch_never_truncates_an_existing_file_and_ctrl_c_keeps_samples(tmp_pat
         assert existing.read_text() == "precious\n"
         fresh = tmp_path / "fresh.jsonl"
         partial = tmp_path / ".fresh.jsonl.partial"
-        child = subprocess.Popen([*CLI, "probe", "watch", url, "--duration", "60", "--interval", "0.2", "-o", str(fresh), "--json"],
+        child = popen_interruptible([*CLI, "probe", "watch", url, "--duration", "60", "--interval", "0.2", "-o", str(fresh), "--json"],
                                  stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONFAULTHANDLER": "1"})
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not (partial.exists() and len(partial.read_text().splitlines()) >= 3):
