@@ -450,6 +450,9 @@ def main() -> int:
 VARIANTS = [
     Variant("baseline"),
     Variant("shipped", extra={"shipped": True}),
+    Variant("shipped-C0.25", C=0.25, extra={"shipped": True}),
+    Variant("shipped-C1", C=1.0, extra={"shipped": True}),
+    Variant("shipped-k10", k_neighbours=10, extra={"shipped": True}),
     Variant("shipped-no-augment", extra={"shipped": True, "augment": ()}),
     Variant("shipped-calibrated", extra={"shipped": True, "calibrate": True}),
     Variant("text", text=True),
