@@ -180,13 +180,9 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
     if v.extra.get("words"):  # the shipped word model, out of fold for the training rows (fit.py's way)
         from vllm_advisor.diagnosis.words import fit_word_model
 
-        aug = v.extra.get("aug")
-        if aug:
-            w_train = words_oof_aug(train_cases, train_evs, aug, v.extra.get("aug_w", 1.0))
-            wm = fit_words_aug(train_cases, train_evs, aug, v.extra.get("aug_w", 1.0))
-        else:
-            w_train = fit.words_out_of_fold(train_cases, train_evs)
-            wm = fit_word_model([ev.text for ev in train_evs], fit.labels_matrix(train_cases).reshape(len(train_cases), -1), C=fit.WORDS_C)
+        augment = tuple(v.extra["aug"].split("+")) if v.extra.get("aug") else ()  # fit.WORDS_AUGMENT's documents
+        w_train = fit.words_out_of_fold(train_cases, train_evs, augment=augment)
+        wm = fit_word_model(*fit.word_training_set(train_cases, train_evs, augment), C=fit.WORDS_C)
         w_test = fit.word_predictions(wm, test_evs)
     x = fit.rows_for(train_evs, sub, prior, exclude_self=True, words=w_train)
     xt = fit.rows_for(test_evs, sub, prior, exclude_self=False, words=w_test)
@@ -213,45 +209,6 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
     for k, ev in enumerate(test_evs):
         q, strong = shown_probabilities(p[k], fit.board_of(ev))
         out.append([CAUSE_IDS[i] for i in order_causes(q, strong)])
-    return out
-
-
-def fit_words_aug(cases, evs, aug: str, weight: float):
-    """The word model fitted on the cases' words plus extra labelled documents: "root" (each
-    case's root cause and fix, labelled with its causes), "symptoms" (the cause descriptions of
-    cause_symptoms.yaml, one document per cause and language)."""
-    from vllm_advisor.cases import fit
-    from vllm_advisor.diagnosis.semantic import symptom_sentences
-    from vllm_advisor.diagnosis.words import fit_word_model
-    from vllm_advisor.schema import CAUSE_IDS
-
-    texts = [ev.text for ev in evs]
-    y = fit.labels_matrix(cases).reshape(len(cases), -1)
-    extra_t, extra_y = [], []
-    if "root" in aug:
-        for c, row in zip(cases, y):
-            extra_t.append(f"{c.report.root_cause} {c.report.fix or ''}")
-            extra_y.append(row)
-    if "symptoms" in aug:
-        for j, cause in enumerate(CAUSE_IDS):
-            one = np.zeros(len(CAUSE_IDS)); one[j] = 1
-            for sent in symptom_sentences()[cause]:
-                extra_t.append(sent); extra_y.append(one)
-    return fit_word_model(texts + extra_t, np.vstack([y, *extra_y]) if extra_y else y, C=fit.WORDS_C)
-
-
-def words_oof_aug(cases, evs, aug: str, weight: float, folds: int = 5) -> np.ndarray:
-    from vllm_advisor.cases import fit
-
-    y = fit.labels_matrix(cases).reshape(len(cases), -1)
-    fold = [int(hashlib.sha256(f"words:{c.id}".encode()).hexdigest()[:8], 16) % folds for c in cases]
-    out = np.zeros(y.shape)
-    for f in range(folds):
-        tr = [k for k in range(len(cases)) if fold[k] != f]
-        te = [k for k in range(len(cases)) if fold[k] == f]
-        if te:
-            wm = fit_words_aug([cases[k] for k in tr], [evs[k] for k in tr], aug, weight)
-            out[te] = fit.word_predictions(wm, [evs[k] for k in te])
     return out
 
 

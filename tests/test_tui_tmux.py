@@ -5,11 +5,11 @@ as it was asked) and the answer, its numbered sources and the ranked findings ap
 from __future__ import annotations
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import sys
-import re
 import time
 from pathlib import Path
 
@@ -144,10 +144,14 @@ def test_first_answer_fits_a_screen_at_80_columns(tmp_path):
         assert end - start + 1 <= 40, "\n".join(lines[start : end + 1])
         answer = "\n".join(lines[start : end + 1])
         assert "带预填充块的一步约" in answer and "同时只能跑约" in answer  # both questions answered first
-        assert "• [12] " not in screen  # the short answer lists only the sources it cites
+        body, _, listed = answer.partition("参考来源")
+        listed_ids = {int(n) for n in re.findall(r"• \[(\d+)\] ", listed)}
+        cited_ids = {int(n) for n in re.findall(r"\[(\d+)\]", body)}
+        assert listed_ids and listed_ids == cited_ids, answer  # the short answer lists exactly the sources it cites
+        uncited = min(set(range(1, max(listed_ids) + 2)) - listed_ids)
         term.keys("/details", literal=True)
         term.keys("Enter")
-        term.wait_for("• [12] ", timeout=30)  # the full analysis, with every source
+        term.wait_for(f"• [{uncited}] ", timeout=30)  # the full analysis, with every source
         term.keys("/copy", literal=True)
         term.keys("Enter")
         listing = term.wait_for("Ask about your deployment", timeout=20)

@@ -263,9 +263,10 @@ def word_training_set(cases: list[LibraryCase], evs: list[CaseEvidence], augment
     return texts, np.vstack(rows)
 
 
-def words_out_of_fold(cases: list[LibraryCase], evs: list[CaseEvidence], folds: int = 5) -> np.ndarray:
+def words_out_of_fold(cases: list[LibraryCase], evs: list[CaseEvidence], folds: int = 5, augment: tuple[str, ...] | None = None) -> np.ndarray:
     """Each case's word-model probabilities from a model fitted without it (inner folds by a hash of
-    the id): the ranker learns what an honest word prediction is worth, not an in-sample one."""
+    the id): the ranker learns what an honest word prediction is worth, not an in-sample one.
+    ``augment``: WORDS_AUGMENT's choice, by default WORDS_AUGMENT."""
     from ..diagnosis.words import fit_word_model
 
     y = labels_matrix(cases).reshape(len(cases), -1)
@@ -275,7 +276,7 @@ def words_out_of_fold(cases: list[LibraryCase], evs: list[CaseEvidence], folds: 
         train = [k for k in range(len(cases)) if fold[k] != f]
         test = [k for k in range(len(cases)) if fold[k] == f]
         if test:
-            wm = fit_word_model(*word_training_set([cases[k] for k in train], [evs[k] for k in train]), C=WORDS_C)
+            wm = fit_word_model(*word_training_set([cases[k] for k in train], [evs[k] for k in train], augment), C=WORDS_C)
             out[test] = word_predictions(wm, [evs[k] for k in test])
     return out
 
