@@ -238,7 +238,6 @@ def interrupt_and_wait(child, timeout: float = 30) -> tuple[str, str]:
     """Send Ctrl-C (SIGINT) to a child started with ``PYTHONFAULTHANDLER=1`` and wait for it. When it
     does not end in time, SIGABRT makes Python's fault handler print every thread's stack, and the
     test fails with that stack: a Ctrl-C that is lost says where the command was waiting."""
-
     child.send_signal(signal.SIGINT)
     try:
         return child.communicate(timeout=timeout)

@@ -39,12 +39,8 @@ def test_dev_cases_belong_to_the_library(dev, library):
 
 
 def test_no_url_twice_dev_included(library, dev):
-    counts = Counter(url_key(c.report.url) for c in [*library, *dev])
-    assert [u for u, n in counts.items() if n > 1] == []
-
-
-def test_no_thread_twice_under_another_address(library, dev):
-    """.../issues/N and .../pull/N are one GitHub thread (as are www. and http:// forms)."""
+    """No thread twice under any of its addresses: the same URL, or .../issues/N beside .../pull/N
+    (one GitHub thread), or its www. and http:// forms (thread_key is coarser than url_key)."""
     counts = Counter(thread_key(c.report.url) for c in [*library, *dev])
     assert [u for u, n in counts.items() if n > 1] == []
 

@@ -269,9 +269,8 @@ def words_out_of_fold(cases: list[LibraryCase], evs: list[CaseEvidence], folds: 
     ``augment``: WORDS_AUGMENT's choice, by default WORDS_AUGMENT."""
     from ..diagnosis.words import fit_word_model
 
-    y = labels_matrix(cases).reshape(len(cases), -1)
     fold = [int(hashlib.sha256(f"words:{c.id}".encode()).hexdigest()[:8], 16) % folds for c in cases]
-    out = np.zeros(y.shape)
+    out = np.zeros((len(cases), len(CAUSE_IDS)))
     for f in range(folds):
         train = [k for k in range(len(cases)) if fold[k] != f]
         test = [k for k in range(len(cases)) if fold[k] == f]
