@@ -143,6 +143,16 @@ def run_variant(v: Variant, cases, evs, index, repeats: int):
 
     semantic.K_NEIGHBOURS = v.k_neighbours
     fit.C_REGULARISATION = v.C
+    from vllm_advisor.diagnosis import words as words_module
+
+    words_module.MAX_TERMS = v.extra.get("max_terms", 5000)
+    fit.WORDS_C = v.extra.get("words_C", 4.0)
+    if v.extra.get("gloss"):  # the word model reads Chinese text with its glossary English words added
+        import dataclasses
+
+        from vllm_advisor_knowledge.glossary import expand_query
+
+        evs = [dataclasses.replace(ev, text=expand_query(ev.text).bm25_text) for ev in evs]
     out = np.zeros((repeats, 2))
     per_case = np.zeros((len(cases), 2))
     ids = [c.id for c in cases]
@@ -200,6 +210,8 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
         xt = np.hstack([xt, cause_columns(v.extra["cause_cols"], xt, len(test_evs))])
     lr_stage = (lambda a, b: weighted_stage(a, b, v.C, v.extra["stage_cw"])) if v.extra.get("stage_cw") else fit._fit_stage
     stage = (lambda a, b: softmax_stage(a, b, v.extra.get("sm_C", v.C))) if v.extra.get("objective") == "softmax" else lr_stage
+    if v.extra.get("objective") == "gbm":
+        stage = lambda a, b: GbmStage(a, b, **v.extra.get("gbm", {}))  # noqa: E731
     first = stage(x, y) if v.extra.get("first") != "lr" else lr_stage(x, y)
     cooc = fit.cooccurrence([c.report.causes for c in train_cases])
     second = stage(second_stage_rows(x, first, cooc), y)
@@ -210,6 +222,20 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
         q, strong = shown_probabilities(p[k], fit.board_of(ev))
         out.append([CAUSE_IDS[i] for i in order_causes(q, strong)])
     return out
+
+
+class GbmStage:
+    """Gradient-boosted trees in place of a logistic stage (measured, not shipped)."""
+
+    def __init__(self, x, y, **kw):
+        from sklearn.ensemble import HistGradientBoostingClassifier
+
+        params = {"max_iter": 200, "learning_rate": 0.05, "max_leaf_nodes": 8, "min_samples_leaf": 40, "l2_regularization": 1.0}
+        params.update(kw)
+        self.m = HistGradientBoostingClassifier(**params, random_state=0).fit(x, y)
+
+    def logits(self, rows):
+        return self.m.decision_function(rows)
 
 
 def cause_columns(kind: str, x: np.ndarray, n_cases: int) -> np.ndarray:
@@ -411,6 +437,17 @@ VARIANTS = [
     Variant("shipped-C1", C=1.0, extra={"shipped": True}),
     Variant("shipped-k10", k_neighbours=10, extra={"shipped": True}),
     Variant("shipped-no-augment", extra={"shipped": True, "augment": ()}),
+    Variant("shipped-gloss", extra={"shipped": True, "gloss": True}),
+    Variant("gbm", extra={"words": True, "aug": "root+symptoms", "objective": "gbm"}),
+    Variant("gbm-slow", extra={"words": True, "aug": "root+symptoms", "objective": "gbm", "gbm": {"learning_rate": 0.03, "max_iter": 300, "max_leaf_nodes": 6}}),
+    Variant("gbm-first", extra={"words": True, "aug": "root+symptoms", "objective": "gbm", "first": "lr"}),
+    Variant("shipped-mt10k", extra={"shipped": True, "max_terms": 10000}),
+    Variant("shipped-mt20k", extra={"shipped": True, "max_terms": 20000}),
+    Variant("shipped-mt15k", extra={"shipped": True, "max_terms": 15000}),
+    Variant("shipped-mt10k-wC2", extra={"shipped": True, "max_terms": 10000, "words_C": 2.0}),
+    Variant("shipped-mt10k-wC8", extra={"shipped": True, "max_terms": 10000, "words_C": 8.0}),
+    Variant("shipped-wC2", extra={"shipped": True, "words_C": 2.0}),
+    Variant("shipped-wC8", extra={"shipped": True, "words_C": 8.0}),
     Variant("shipped-calibrated", extra={"shipped": True, "calibrate": True}),
     Variant("text", text=True),
     Variant("text-logit", text=True, text_cols=("text_logit", "text_rel")),

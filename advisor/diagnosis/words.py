@@ -22,9 +22,11 @@ from dataclasses import dataclass
 import numpy as np
 
 NGRAMS = (2, 4)
-#: The most frequent n-grams kept: 5,000 scored as the whole vocabulary (~10,000 on 201 cases) in
-#: cross-validation, at half the weights file.
-MAX_TERMS = 5000
+#: The most frequent n-grams kept. 5,000 was the whole vocabulary on 201 cases (session 3); with 385
+#: fitting cases and the WORDS_AUGMENT documents the vocabulary is ~3x larger, and 10,000 scored
+#: +0.007 top-1 / +0.009 recall@3 over 5,000 in repeated CV on the fitting part (6 x 5 folds, paired,
+#: SE 0.002; 15,000 no better): RESULTS.md "Feature work on the fitting part (session 5)".
+MAX_TERMS = 10_000
 #: A longer text adds nothing a thousand n-grams of it do not say, and costs time.
 MAX_CHARS = 20_000
 
