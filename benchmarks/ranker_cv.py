@@ -145,7 +145,10 @@ def run_variant(v: Variant, cases, evs, index, repeats: int):
     fit.C_REGULARISATION = v.C
     from vllm_advisor.diagnosis import words as words_module
 
-    words_module.MAX_TERMS = v.extra.get("max_terms", 5000)
+    words_module.MAX_TERMS = v.extra.get("max_terms", 10_000)
+    ngrams = v.extra.get("ngrams", (2, 4))  # the analyzer's default argument is bound at import
+    words_module.NGRAMS = ngrams
+    words_module.char_wb_ngrams.__defaults__ = (ngrams,)
     fit.WORDS_C = v.extra.get("words_C", 4.0)
     if v.extra.get("gloss"):  # the word model reads Chinese text with its glossary English words added
         import dataclasses
@@ -205,6 +208,9 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
         full = TextModel(sv).fit(train_evs, y.reshape(len(train_cases), -1)).predict(test_evs)
         x = np.hstack([x, text_columns(sv, oof)])
         xt = np.hstack([xt, text_columns(sv, full)])
+    if v.extra.get("lex_vote"):  # a neighbour vote over TF-IDF character n-grams instead of the embedding
+        a, b = lexical_votes(train_cases, train_evs, test_evs, **v.extra["lex_vote"])
+        x, xt = np.hstack([x, a]), np.hstack([xt, b])
     if v.extra.get("cause_cols"):
         x = np.hstack([x, cause_columns(v.extra["cause_cols"], x, len(train_cases))])
         xt = np.hstack([xt, cause_columns(v.extra["cause_cols"], xt, len(test_evs))])
@@ -222,6 +228,33 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
         q, strong = shown_probabilities(p[k], fit.board_of(ev))
         out.append([CAUSE_IDS[i] for i in order_causes(q, strong)])
     return out
+
+
+def lexical_votes(train_cases, train_evs, test_evs, k: int = 7, power: float = 2.0):
+    """(train rows, test rows) of one column: the similarity-weighted share of the k lexically nearest
+    training reports naming the cause (each training report without itself)."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    from vllm_advisor.cases import fit
+    from vllm_advisor.schema import CAUSE_IDS
+
+    vec = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), min_df=2, sublinear_tf=True, max_features=10000)
+    a = vec.fit_transform([ev.text or "-" for ev in train_evs])
+    b = vec.transform([ev.text or "-" for ev in test_evs])
+    y = fit.labels_matrix(train_cases).reshape(len(train_cases), -1)
+
+    def votes(sims, self_idx=None):
+        out = np.zeros((sims.shape[0], len(CAUSE_IDS)))
+        for r in range(sims.shape[0]):
+            s = sims[r].copy()
+            if self_idx is not None:
+                s[r] = -1
+            nn = np.argsort(-s)[:k]
+            w = np.clip(s[nn], 0, None) ** power
+            out[r] = (w[:, None] * y[nn]).sum(0) / (w.sum() or 1.0)
+        return out.reshape(-1, 1)
+
+    return votes((a @ a.T).toarray(), True), votes((b @ a.T).toarray())
 
 
 class GbmStage:
@@ -438,11 +471,17 @@ VARIANTS = [
     Variant("shipped-k10", k_neighbours=10, extra={"shipped": True}),
     Variant("shipped-no-augment", extra={"shipped": True, "augment": ()}),
     Variant("shipped-gloss", extra={"shipped": True, "gloss": True}),
+    Variant("lex7", extra={"words": True, "aug": "root+symptoms", "lex_vote": {"k": 7}}),
+    Variant("lex15", extra={"words": True, "aug": "root+symptoms", "lex_vote": {"k": 15}}),
     Variant("gbm", extra={"words": True, "aug": "root+symptoms", "objective": "gbm"}),
     Variant("gbm-slow", extra={"words": True, "aug": "root+symptoms", "objective": "gbm", "gbm": {"learning_rate": 0.03, "max_iter": 300, "max_leaf_nodes": 6}}),
     Variant("gbm-first", extra={"words": True, "aug": "root+symptoms", "objective": "gbm", "first": "lr"}),
     Variant("shipped-mt10k", extra={"shipped": True, "max_terms": 10000}),
     Variant("shipped-mt20k", extra={"shipped": True, "max_terms": 20000}),
+    Variant("shipped-ng25", extra={"shipped": True, "ngrams": (2, 5)}),
+    Variant("shipped-ng25-mt20k", extra={"shipped": True, "ngrams": (2, 5), "max_terms": 20000}),
+    Variant("shipped-ng14", extra={"shipped": True, "ngrams": (1, 4)}),
+    Variant("shipped-ng13", extra={"shipped": True, "ngrams": (1, 3)}),
     Variant("shipped-mt15k", extra={"shipped": True, "max_terms": 15000}),
     Variant("shipped-mt10k-wC2", extra={"shipped": True, "max_terms": 10000, "words_C": 2.0}),
     Variant("shipped-mt10k-wC8", extra={"shipped": True, "max_terms": 10000, "words_C": 8.0}),
