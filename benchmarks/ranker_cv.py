@@ -14,6 +14,7 @@ Usage: .venv/bin/python benchmarks/ranker_cv.py [--repeats 10] [--variants basel
 from __future__ import annotations
 
 import argparse
+import functools
 import hashlib
 import sys
 import time
@@ -135,21 +136,31 @@ def load_fitting_part():
     return cases, evs, index
 
 
+@functools.cache
+def shipped_word_settings() -> dict:
+    """The word model's shipped settings, read once before any variant overrides them."""
+    from vllm_advisor.cases import fit
+    from vllm_advisor.diagnosis import words
+
+    return {"max_terms": words.MAX_TERMS, "ngrams": words.NGRAMS, "words_C": fit.WORDS_C}
+
+
 def run_variant(v: Variant, cases, evs, index, repeats: int):
     """(repeats, 2): top-1 and recall@3 per repeat, each pooled over its 5 test folds; and per case
     (n_cases, 2): top-1 hits and causes found in the first three, averaged over the repeats."""
     from vllm_advisor.cases import fit
     from vllm_advisor.diagnosis import semantic
 
-    semantic.K_NEIGHBOURS = v.k_neighbours
-    fit.C_REGULARISATION = v.C
     from vllm_advisor.diagnosis import words as words_module
 
-    words_module.MAX_TERMS = v.extra.get("max_terms", 10_000)
-    ngrams = v.extra.get("ngrams", (2, 4))  # the analyzer's default argument is bound at import
+    shipped = shipped_word_settings()
+    semantic.K_NEIGHBOURS = v.k_neighbours
+    fit.C_REGULARISATION = v.C
+    words_module.MAX_TERMS = v.extra.get("max_terms", shipped["max_terms"])
+    ngrams = v.extra.get("ngrams", shipped["ngrams"])
     words_module.NGRAMS = ngrams
-    words_module.char_wb_ngrams.__defaults__ = (ngrams,)
-    fit.WORDS_C = v.extra.get("words_C", 4.0)
+    words_module.char_wb_ngrams.__defaults__ = (ngrams,)  # the analyzer's default is bound at import
+    fit.WORDS_C = v.extra.get("words_C", shipped["words_C"])
     if v.extra.get("gloss"):  # the word model reads Chinese text with its glossary English words added
         import dataclasses
 
