@@ -142,7 +142,7 @@ def shipped_word_settings() -> dict:
     from vllm_advisor.cases import fit
     from vllm_advisor.diagnosis import words
 
-    return {"max_terms": words.MAX_TERMS, "ngrams": words.NGRAMS, "words_C": fit.WORDS_C}
+    return {"max_terms": words.MAX_TERMS, "ngrams": words.NGRAMS, "words_C": fit.WORDS_C, "augment": fit.WORDS_AUGMENT}
 
 
 def run_variant(v: Variant, cases, evs, index, repeats: int):
@@ -150,7 +150,6 @@ def run_variant(v: Variant, cases, evs, index, repeats: int):
     (n_cases, 2): top-1 hits and causes found in the first three, averaged over the repeats."""
     from vllm_advisor.cases import fit
     from vllm_advisor.diagnosis import semantic
-
     from vllm_advisor.diagnosis import words as words_module
 
     shipped = shipped_word_settings()
@@ -161,6 +160,7 @@ def run_variant(v: Variant, cases, evs, index, repeats: int):
     words_module.NGRAMS = ngrams
     words_module.char_wb_ngrams.__defaults__ = (ngrams,)  # the analyzer's default is bound at import
     fit.WORDS_C = v.extra.get("words_C", shipped["words_C"])
+    fit.WORDS_AUGMENT = v.extra.get("augment", shipped["augment"])  # read by fit.py's own pipeline ("shipped")
     if v.extra.get("gloss"):  # the word model reads Chinese text with its glossary English words added
         import dataclasses
 
@@ -194,7 +194,6 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
     from vllm_advisor.schema import CAUSE_IDS
 
     if v.extra.get("shipped"):  # fit.py's own pipeline, as `fit --write` fits the shipped model
-        fit.WORDS_AUGMENT = v.extra.get("augment", ("root", "symptoms"))
         model, sub = fit.fit_model(train_cases, train_evs, index, calibrate=v.extra.get("calibrate", False))
         return fit.predict_rankings(model, test_evs, sub)[0]
 
@@ -249,23 +248,25 @@ def lexical_votes(train_cases, train_evs, test_evs, k: int = 7, power: float = 2
     from vllm_advisor.cases import fit
     from vllm_advisor.schema import CAUSE_IDS
 
-    vec = TfidfVectorizer(analyzer="char_wb", ngram_range=(2, 4), min_df=2, sublinear_tf=True, max_features=10000)
+    from vllm_advisor.diagnosis import words
+
+    vec = TfidfVectorizer(analyzer="char_wb", ngram_range=words.NGRAMS, min_df=2, sublinear_tf=True, max_features=words.MAX_TERMS)
     a = vec.fit_transform([ev.text or "-" for ev in train_evs])
     b = vec.transform([ev.text or "-" for ev in test_evs])
     y = fit.labels_matrix(train_cases).reshape(len(train_cases), -1)
 
-    def votes(sims, self_idx=None):
+    def votes(sims, exclude_self: bool):
         out = np.zeros((sims.shape[0], len(CAUSE_IDS)))
         for r in range(sims.shape[0]):
             s = sims[r].copy()
-            if self_idx is not None:
+            if exclude_self:
                 s[r] = -1
             nn = np.argsort(-s)[:k]
             w = np.clip(s[nn], 0, None) ** power
             out[r] = (w[:, None] * y[nn]).sum(0) / (w.sum() or 1.0)
         return out.reshape(-1, 1)
 
-    return votes((a @ a.T).toarray(), True), votes((b @ a.T).toarray())
+    return votes((a @ a.T).toarray(), True), votes((b @ a.T).toarray(), False)
 
 
 class GbmStage:
