@@ -145,6 +145,17 @@ def shipped_word_settings() -> dict:
     return {"max_terms": words.MAX_TERMS, "ngrams": words.NGRAMS, "words_C": fit.WORDS_C, "augment": fit.WORDS_AUGMENT}
 
 
+def _companions_sum(p1, cooc):
+    return (p1[:, None] * cooc).sum(axis=0)
+
+
+def _companions_top1(p1, cooc):
+    return cooc[int(np.argmax(p1))] * float(np.max(p1))
+
+
+COMPANIONS = {"sum": _companions_sum, "top1": _companions_top1}
+
+
 def run_variant(v: Variant, cases, evs, index, repeats: int):
     """(repeats, 2): top-1 and recall@3 per repeat, each pooled over its 5 test folds; and per case
     (n_cases, 2): top-1 hits and causes found in the first three, averaged over the repeats."""
@@ -161,6 +172,9 @@ def run_variant(v: Variant, cases, evs, index, repeats: int):
     words_module.char_wb_ngrams.__defaults__ = (ngrams,)  # the analyzer's default is bound at import
     fit.WORDS_C = v.extra.get("words_C", shipped["words_C"])
     fit.WORDS_AUGMENT = v.extra.get("augment", shipped["augment"])  # read by fit.py's own pipeline ("shipped")
+    from vllm_advisor.diagnosis import ranker as ranker_module
+
+    ranker_module.companions = COMPANIONS[v.extra.get("companions", "max")]
     if v.extra.get("gloss"):  # the word model reads Chinese text with its glossary English words added
         import dataclasses
 
@@ -186,6 +200,15 @@ def run_variant(v: Variant, cases, evs, index, repeats: int):
     return out, per_case / repeats
 
 
+_WORDS_CACHE: dict = {}
+
+
+def words_settings() -> tuple:
+    from vllm_advisor.diagnosis import words
+
+    return (words.MAX_TERMS, words.NGRAMS)
+
+
 def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[list[str]]:
     """fit.py's two logistic stages (without the Platt scaling, which never changes the order of
     causes a measurement does not establish), with the variant's extra columns."""
@@ -204,9 +227,11 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
         from vllm_advisor.diagnosis.words import fit_word_model
 
         augment = tuple(v.extra["aug"].split("+")) if v.extra.get("aug") else ()  # fit.WORDS_AUGMENT's documents
-        w_train = fit.words_out_of_fold(train_cases, train_evs, augment=augment)
-        wm = fit_word_model(*fit.word_training_set(train_cases, train_evs, augment), C=fit.WORDS_C)
-        w_test = fit.word_predictions(wm, test_evs)
+        key = (augment, fit.WORDS_C, words_settings(), tuple(c.id for c in train_cases), tuple(e.id for e in test_evs))
+        if key not in _WORDS_CACHE:  # variants that differ only after the word model share its fits
+            wm = fit_word_model(*fit.word_training_set(train_cases, train_evs, augment), C=fit.WORDS_C)
+            _WORDS_CACHE[key] = (fit.words_out_of_fold(train_cases, train_evs, augment=augment), fit.word_predictions(wm, test_evs))
+        w_train, w_test = _WORDS_CACHE[key]
     x = fit.rows_for(train_evs, sub, prior, exclude_self=True, words=w_train)
     xt = fit.rows_for(test_evs, sub, prior, exclude_self=False, words=w_test)
     y = fit.labels_matrix(train_cases)
@@ -233,6 +258,32 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
     second = stage(second_stage_rows(x, first, cooc), y)
     model = RankerModel(first, second, cooc, prior, {})
     p = model.probabilities(xt).reshape(len(test_evs), len(CAUSE_IDS))
+    out = []
+    for k, ev in enumerate(test_evs):
+        q, strong = shown_probabilities(p[k], fit.board_of(ev))
+        out.append([CAUSE_IDS[i] for i in order_causes(q, strong)])
+    if v.extra.get("hybrid"):  # the first finding from this model, the rest from a second objective
+        out = [[r[0], *[c for c in r2 if c != r[0]]] for r, r2 in zip(out, _tail_rankings(v.extra["hybrid"], x, xt, y, cooc, prior, test_evs))]
+    return out
+
+
+def _tail_rankings(kind: str, x, xt, y, cooc, prior, test_evs) -> list[list[str]]:
+    """Rankings from another objective on the same rows (for the findings after the first)."""
+    from vllm_advisor.cases import fit
+    from vllm_advisor.diagnosis.ranker import RankerModel, order_causes, second_stage_rows, shown_probabilities
+    from vllm_advisor.schema import CAUSE_IDS
+
+    if kind.startswith("softmax"):
+        c = float(kind.split(":")[1]) if ":" in kind else 0.5
+        stage = lambda a, b: softmax_stage(a, b, c)  # noqa: E731
+    elif kind.startswith("weighted"):
+        w = float(kind.split(":")[1])
+        stage = lambda a, b: weighted_stage(a, b, 0.5, w)  # noqa: E731
+    else:
+        raise ValueError(kind)
+    first = stage(x, y)
+    second = stage(second_stage_rows(x, first, cooc), y)
+    p = RankerModel(first, second, cooc, prior, {}).probabilities(xt).reshape(len(test_evs), len(CAUSE_IDS))
     out = []
     for k, ev in enumerate(test_evs):
         q, strong = shown_probabilities(p[k], fit.board_of(ev))
@@ -455,6 +506,9 @@ def main() -> int:
     n_true = float(np.mean([len(c.report.causes) for c in cases]))
     print("| variant | top-1 (mean +- SE) | recall@3 (mean +- SE) | d top-1 vs first | d recall@3 vs first | d top-1 (case SE) | d recall@3 (case SE) |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
+    from vllm_advisor.diagnosis import ranker as ranker_module
+
+    COMPANIONS["max"] = ranker_module.companions  # the shipped one, before any variant replaces it
     for v in chosen:
         t = time.perf_counter()
         res, pc = run_variant(v, cases, evs, index, args.repeats)
@@ -477,6 +531,13 @@ def main() -> int:
 
 VARIANTS = [
     Variant("baseline"),
+    Variant("aug-both-comp-sum", extra={"words": True, "aug": "root+symptoms", "companions": "sum"}),
+    Variant("aug-both-comp-top1", extra={"words": True, "aug": "root+symptoms", "companions": "top1"}),
+    Variant("aug-both-h-w2", extra={"words": True, "aug": "root+symptoms", "hybrid": "weighted:2"}),
+    Variant("aug-both-h-w5", extra={"words": True, "aug": "root+symptoms", "hybrid": "weighted:5"}),
+    Variant("aug-both-h-softmax", extra={"words": True, "aug": "root+symptoms", "hybrid": "softmax:0.5"}),
+    Variant("aug-both-h-softmax0.1", extra={"words": True, "aug": "root+symptoms", "hybrid": "softmax:0.1"}),
+    Variant("aug-both-h-w3", extra={"words": True, "aug": "root+symptoms", "hybrid": "weighted:3"}),
     Variant("shipped", extra={"shipped": True}),
     Variant("shipped-C0.25", C=0.25, extra={"shipped": True}),
     Variant("shipped-C1", C=1.0, extra={"shipped": True}),
