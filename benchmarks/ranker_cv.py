@@ -249,6 +249,9 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
     if v.extra.get("cause_cols"):
         x = np.hstack([x, cause_columns(v.extra["cause_cols"], x, len(train_cases))])
         xt = np.hstack([xt, cause_columns(v.extra["cause_cols"], xt, len(test_evs))])
+    if v.extra.get("rank_cols"):  # per case, is the cause among the first k by a column (k = 1, 2, 3)
+        x = np.hstack([x, rank_columns(v.extra["rank_cols"], x)])
+        xt = np.hstack([xt, rank_columns(v.extra["rank_cols"], xt)])
     lr_stage = (lambda a, b: weighted_stage(a, b, v.C, v.extra["stage_cw"])) if v.extra.get("stage_cw") else fit._fit_stage
     stage = (lambda a, b: softmax_stage(a, b, v.extra.get("sm_C", v.C))) if v.extra.get("objective") == "softmax" else lr_stage
     if v.extra.get("objective") == "gbm":
@@ -349,6 +352,21 @@ def cause_columns(kind: str, x: np.ndarray, n_cases: int) -> np.ndarray:
         else:
             src = {"words": "words", "board": "board_total", "text": "board_text", "vote": "vote"}[part]
             cols.append(onehot * x[:, [FEATURES.index(src)]])
+    return np.hstack(cols)
+
+
+def rank_columns(names: str, x: np.ndarray) -> np.ndarray:
+    """For each named feature column: three 0/1 columns, the cause ranks first, within the first two,
+    within the first three of its case by that column."""
+    from vllm_advisor.diagnosis.ranker import FEATURES
+
+    n_c = 20
+    cols = []
+    for name in names.split("+"):
+        v = x[:, FEATURES.index(name)].reshape(-1, n_c)
+        rank = np.argsort(np.argsort(-v, axis=1, kind="stable"), axis=1, kind="stable")
+        for k in (1, 2, 3):
+            cols.append((rank < k).astype(float).reshape(-1, 1))
     return np.hstack(cols)
 
 
@@ -531,6 +549,9 @@ def main() -> int:
 
 VARIANTS = [
     Variant("baseline"),
+    Variant("aug-both-rank-words", extra={"words": True, "aug": "root+symptoms", "rank_cols": "words"}),
+    Variant("aug-both-rank-wv", extra={"words": True, "aug": "root+symptoms", "rank_cols": "words+vote"}),
+    Variant("aug-both-rank-wvs", extra={"words": True, "aug": "root+symptoms", "rank_cols": "words+vote+symptom+board_total"}),
     Variant("aug-both-comp-sum", extra={"words": True, "aug": "root+symptoms", "companions": "sum"}),
     Variant("aug-both-comp-top1", extra={"words": True, "aug": "root+symptoms", "companions": "top1"}),
     Variant("aug-both-h-w2", extra={"words": True, "aug": "root+symptoms", "hybrid": "weighted:2"}),
