@@ -137,12 +137,13 @@ def load_fitting_part():
 
 
 @functools.cache
-def shipped_word_settings() -> dict:
-    """The word model's shipped settings, read once before any variant overrides them."""
+def shipped_settings() -> dict:
+    """The shipped settings a variant may override (the word model's, the companion feature), read
+    once before any variant overrides them."""
     from vllm_advisor.cases import fit
-    from vllm_advisor.diagnosis import words
+    from vllm_advisor.diagnosis import ranker, words
 
-    return {"max_terms": words.MAX_TERMS, "ngrams": words.NGRAMS, "words_C": fit.WORDS_C, "augment": fit.WORDS_AUGMENT}
+    return {"max_terms": words.MAX_TERMS, "ngrams": words.NGRAMS, "words_C": fit.WORDS_C, "augment": fit.WORDS_AUGMENT, "companions": ranker.companions}
 
 
 def _companions_sum(p1, cooc):
@@ -163,7 +164,7 @@ def run_variant(v: Variant, cases, evs, index, repeats: int):
     from vllm_advisor.diagnosis import semantic
     from vllm_advisor.diagnosis import words as words_module
 
-    shipped = shipped_word_settings()
+    shipped = shipped_settings()
     semantic.K_NEIGHBOURS = v.k_neighbours
     fit.C_REGULARISATION = v.C
     words_module.MAX_TERMS = v.extra.get("max_terms", shipped["max_terms"])
@@ -174,7 +175,7 @@ def run_variant(v: Variant, cases, evs, index, repeats: int):
     fit.WORDS_AUGMENT = v.extra.get("augment", shipped["augment"])  # read by fit.py's own pipeline ("shipped")
     from vllm_advisor.diagnosis import ranker as ranker_module
 
-    ranker_module.companions = COMPANIONS[v.extra.get("companions", "max")]
+    ranker_module.companions = COMPANIONS[v.extra["companions"]] if v.extra.get("companions") else shipped["companions"]
     if v.extra.get("gloss"):  # the word model reads Chinese text with its glossary English words added
         import dataclasses
 
@@ -213,8 +214,7 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
     """fit.py's two logistic stages (without the Platt scaling, which never changes the order of
     causes a measurement does not establish), with the variant's extra columns."""
     from vllm_advisor.cases import fit
-    from vllm_advisor.diagnosis.ranker import RankerModel, order_causes, second_stage_rows, shown_probabilities
-    from vllm_advisor.schema import CAUSE_IDS
+    from vllm_advisor.diagnosis.ranker import RankerModel, second_stage_rows
 
     if v.extra.get("shipped"):  # fit.py's own pipeline, as `fit --write` fits the shipped model
         model, sub = fit.fit_model(train_cases, train_evs, index, calibrate=v.extra.get("calibrate", False))
@@ -260,11 +260,7 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
     cooc = fit.cooccurrence([c.report.causes for c in train_cases])
     second = stage(second_stage_rows(x, first, cooc), y)
     model = RankerModel(first, second, cooc, prior, {})
-    p = model.probabilities(xt).reshape(len(test_evs), len(CAUSE_IDS))
-    out = []
-    for k, ev in enumerate(test_evs):
-        q, strong = shown_probabilities(p[k], fit.board_of(ev))
-        out.append([CAUSE_IDS[i] for i in order_causes(q, strong)])
+    out = _rankings(model.probabilities(xt), test_evs)
     if v.extra.get("hybrid"):  # the first finding from this model, the rest from a second objective
         out = [[r[0], *[c for c in r2 if c != r[0]]] for r, r2 in zip(out, _tail_rankings(v.extra["hybrid"], x, xt, y, cooc, prior, test_evs))]
     return out
@@ -272,9 +268,7 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
 
 def _tail_rankings(kind: str, x, xt, y, cooc, prior, test_evs) -> list[list[str]]:
     """Rankings from another objective on the same rows (for the findings after the first)."""
-    from vllm_advisor.cases import fit
-    from vllm_advisor.diagnosis.ranker import RankerModel, order_causes, second_stage_rows, shown_probabilities
-    from vllm_advisor.schema import CAUSE_IDS
+    from vllm_advisor.diagnosis.ranker import RankerModel, second_stage_rows
 
     if kind.startswith("softmax"):
         c = float(kind.split(":")[1]) if ":" in kind else 0.5
@@ -286,10 +280,19 @@ def _tail_rankings(kind: str, x, xt, y, cooc, prior, test_evs) -> list[list[str]
         raise ValueError(kind)
     first = stage(x, y)
     second = stage(second_stage_rows(x, first, cooc), y)
-    p = RankerModel(first, second, cooc, prior, {}).probabilities(xt).reshape(len(test_evs), len(CAUSE_IDS))
+    return _rankings(RankerModel(first, second, cooc, prior, {}).probabilities(xt), test_evs)
+
+
+def _rankings(p: np.ndarray, test_evs) -> list[list[str]]:
+    """Each test case's causes in the order the findings take (fit.predict_rankings' rule: causes a
+    measurement establishes first, then by probability)."""
+    from vllm_advisor.cases import fit
+    from vllm_advisor.diagnosis.ranker import order_causes, shown_probabilities
+    from vllm_advisor.schema import CAUSE_IDS
+
     out = []
-    for k, ev in enumerate(test_evs):
-        q, strong = shown_probabilities(p[k], fit.board_of(ev))
+    for k, row in enumerate(p.reshape(len(test_evs), len(CAUSE_IDS))):
+        q, strong = shown_probabilities(row, fit.board_of(test_evs[k]))
         out.append([CAUSE_IDS[i] for i in order_causes(q, strong)])
     return out
 
@@ -300,9 +303,8 @@ def lexical_votes(train_cases, train_evs, test_evs, k: int = 7, power: float = 2
     from sklearn.feature_extraction.text import TfidfVectorizer
 
     from vllm_advisor.cases import fit
-    from vllm_advisor.schema import CAUSE_IDS
-
     from vllm_advisor.diagnosis import words
+    from vllm_advisor.schema import CAUSE_IDS
 
     vec = TfidfVectorizer(analyzer="char_wb", ngram_range=words.NGRAMS, min_df=2, sublinear_tf=True, max_features=words.MAX_TERMS)
     a = vec.fit_transform([ev.text or "-" for ev in train_evs])
@@ -524,9 +526,6 @@ def main() -> int:
     n_true = float(np.mean([len(c.report.causes) for c in cases]))
     print("| variant | top-1 (mean +- SE) | recall@3 (mean +- SE) | d top-1 vs first | d recall@3 vs first | d top-1 (case SE) | d recall@3 (case SE) |")
     print("| --- | --- | --- | --- | --- | --- | --- |")
-    from vllm_advisor.diagnosis import ranker as ranker_module
-
-    COMPANIONS["max"] = ranker_module.companions  # the shipped one, before any variant replaces it
     for v in chosen:
         t = time.perf_counter()
         res, pc = run_variant(v, cases, evs, index, args.repeats)
