@@ -182,6 +182,11 @@ def run_variant(v: Variant, cases, evs, index, repeats: int):
         from vllm_advisor_knowledge.glossary import expand_query
 
         evs = [dataclasses.replace(ev, text=expand_query(ev.text).bm25_text) for ev in evs]
+    from vllm_advisor.cases.fit import build_index
+
+    semantic.symptom_sentences = _symptoms_reader(v.extra.get("symptoms"))
+    if v.extra.get("symptoms"):
+        index = build_index(cases, index.vectors)
     out = np.zeros((repeats, 2))
     per_case = np.zeros((len(cases), 2))
     ids = [c.id for c in cases]
@@ -202,6 +207,25 @@ def run_variant(v: Variant, cases, evs, index, repeats: int):
 
 
 _WORDS_CACHE: dict = {}
+_SHIPPED_SYMPTOMS = None
+
+
+def _symptoms_reader(path: str | None):
+    """semantic.symptom_sentences, or a reader of another cause_symptoms file (same shape)."""
+    global _SHIPPED_SYMPTOMS
+    from vllm_advisor.diagnosis import semantic
+
+    if _SHIPPED_SYMPTOMS is None:
+        _SHIPPED_SYMPTOMS = semantic.symptom_sentences
+    if not path:
+        return _SHIPPED_SYMPTOMS
+    import yaml
+
+    from vllm_advisor.schema import CAUSE_IDS
+
+    raw = yaml.safe_load(open(path, encoding="utf-8"))
+    table = {cause: [*raw[cause].get("en", []), *raw[cause].get("zh", [])] for cause in CAUSE_IDS}
+    return lambda: table
 
 
 def words_settings() -> tuple:
@@ -227,7 +251,7 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
         from vllm_advisor.diagnosis.words import fit_word_model
 
         augment = tuple(v.extra["aug"].split("+")) if v.extra.get("aug") else ()  # fit.WORDS_AUGMENT's documents
-        key = (augment, fit.WORDS_C, words_settings(), tuple(c.id for c in train_cases), tuple(e.id for e in test_evs))
+        key = (augment, v.extra.get("symptoms"), fit.WORDS_C, words_settings(), tuple(c.id for c in train_cases), tuple(e.id for e in test_evs))
         if key not in _WORDS_CACHE:  # variants that differ only after the word model share its fits
             wm = fit_word_model(*fit.word_training_set(train_cases, train_evs, augment), C=fit.WORDS_C)
             _WORDS_CACHE[key] = (fit.words_out_of_fold(train_cases, train_evs, augment=augment), fit.word_predictions(wm, test_evs))
@@ -253,6 +277,9 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
         x = np.hstack([x, rank_columns(v.extra["rank_cols"], x)])
         xt = np.hstack([xt, rank_columns(v.extra["rank_cols"], xt)])
     lr_stage = (lambda a, b: weighted_stage(a, b, v.C, v.extra["stage_cw"])) if v.extra.get("stage_cw") else fit._fit_stage
+    if v.extra.get("conf_w"):  # rows weighted by the label's confidence (high / medium / low)
+        cw = np.array([v.extra["conf_w"].get(c.report.confidence, 1.0) for c in train_cases])
+        lr_stage = lambda a, b: case_weighted_stage(a, b, v.C, cw)  # noqa: E731
     stage = (lambda a, b: softmax_stage(a, b, v.extra.get("sm_C", v.C))) if v.extra.get("objective") == "softmax" else lr_stage
     if v.extra.get("objective") == "gbm":
         stage = lambda a, b: GbmStage(a, b, **v.extra.get("gbm", {}))  # noqa: E731
@@ -383,6 +410,21 @@ def weighted_stage(x: np.ndarray, y: np.ndarray, C: float, positive_weight: floa
     scale[scale < 1e-9] = 1.0
     lr = LogisticRegression(C=C, max_iter=3000, class_weight={0: 1.0, 1: positive_weight})
     lr.fit((x - mean) / scale, y)
+    return Stage(mean, scale, lr.coef_[0], float(lr.intercept_[0]))
+
+
+def case_weighted_stage(x: np.ndarray, y: np.ndarray, C: float, case_weights: np.ndarray):
+    """fit._fit_stage with each case's rows weighted (e.g. by the label's stated confidence)."""
+    from sklearn.linear_model import LogisticRegression
+
+    from vllm_advisor.diagnosis.ranker import Stage
+    from vllm_advisor.schema import CAUSE_IDS
+
+    mean = x.mean(axis=0)
+    scale = x.std(axis=0)
+    scale[scale < 1e-9] = 1.0
+    lr = LogisticRegression(C=C, max_iter=3000)
+    lr.fit((x - mean) / scale, y, sample_weight=np.repeat(case_weights, len(CAUSE_IDS)))
     return Stage(mean, scale, lr.coef_[0], float(lr.intercept_[0]))
 
 
@@ -548,6 +590,11 @@ def main() -> int:
 
 VARIANTS = [
     Variant("baseline"),
+    Variant("aug-both", extra={"words": True, "aug": "root+symptoms"}),
+    Variant("conf-h1-m.8-l.5", extra={"words": True, "aug": "root+symptoms", "conf_w": {"high": 1.0, "medium": 0.8, "low": 0.5}}),
+    Variant("conf-h1-m1-l.5", extra={"words": True, "aug": "root+symptoms", "conf_w": {"high": 1.0, "medium": 1.0, "low": 0.5}}),
+    Variant("conf-h1.5-m1-l1", extra={"words": True, "aug": "root+symptoms", "conf_w": {"high": 1.5, "medium": 1.0, "low": 1.0}}),
+    Variant("sym-rich", extra={"words": True, "aug": "root+symptoms", "symptoms": "/work/wt/s7me/knowledge/cause_symptoms_rich.yaml"}),
     Variant("aug-both-rank-words", extra={"words": True, "aug": "root+symptoms", "rank_cols": "words"}),
     Variant("aug-both-rank-wv", extra={"words": True, "aug": "root+symptoms", "rank_cols": "words+vote"}),
     Variant("aug-both-rank-wvs", extra={"words": True, "aug": "root+symptoms", "rank_cols": "words+vote+symptom+board_total"}),
@@ -616,7 +663,6 @@ VARIANTS = [
     Variant("words", extra={"words": True}),
     Variant("aug-root", extra={"words": True, "aug": "root"}),
     Variant("aug-symptoms", extra={"words": True, "aug": "symptoms"}),
-    Variant("aug-both", extra={"words": True, "aug": "root+symptoms"}),
     Variant("cc-onehot", extra={"words": True, "cause_cols": "onehot"}),
     Variant("cc-words", extra={"words": True, "cause_cols": "words"}),
     Variant("cc-onehot+words", extra={"words": True, "cause_cols": "onehot+words"}),
