@@ -211,7 +211,8 @@ _SHIPPED_SYMPTOMS = None
 
 
 def _symptoms_reader(path: str | None):
-    """semantic.symptom_sentences, or a reader of another cause_symptoms file (same shape)."""
+    """semantic.symptom_sentences, or a reader of another cause_symptoms file (same shape; "FILE@REV"
+    reads it from a git revision)."""
     global _SHIPPED_SYMPTOMS
     from vllm_advisor.diagnosis import semantic
 
@@ -223,7 +224,15 @@ def _symptoms_reader(path: str | None):
 
     from vllm_advisor.schema import CAUSE_IDS
 
-    raw = yaml.safe_load(open(path, encoding="utf-8"))
+    if "@" in path:  # "FILE@REV": the file as it was at a git revision of this repository
+        import subprocess
+        from pathlib import Path
+
+        file, rev = path.rsplit("@", 1)
+        repo = Path(__file__).resolve().parents[1]
+        raw = yaml.safe_load(subprocess.run(["git", "show", f"{rev}:{file}"], cwd=repo, check=True, capture_output=True, text=True).stdout)
+    else:
+        raw = yaml.safe_load(open(path, encoding="utf-8"))
     table = {cause: [*raw[cause].get("en", []), *raw[cause].get("zh", [])] for cause in CAUSE_IDS}
     return lambda: table
 
@@ -287,10 +296,27 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
     cooc = fit.cooccurrence([c.report.causes for c in train_cases])
     second = stage(second_stage_rows(x, first, cooc), y)
     model = RankerModel(first, second, cooc, prior, {})
-    out = _rankings(model.probabilities(xt), test_evs)
+    probs = model.probabilities(xt)
+    if v.extra.get("ensemble"):  # average with another objective's probabilities on the same rows
+        other = _other_model(v.extra["ensemble"], x, y, cooc, prior)
+        w = v.extra.get("ensemble_w", 0.5)
+        probs = (1 - w) * probs + w * other.probabilities(xt)
+    out = _rankings(probs, test_evs)
     if v.extra.get("hybrid"):  # the first finding from this model, the rest from a second objective
         out = [[r[0], *[c for c in r2 if c != r[0]]] for r, r2 in zip(out, _tail_rankings(v.extra["hybrid"], x, xt, y, cooc, prior, test_evs))]
     return out
+
+
+def _other_model(kind: str, x, y, cooc, prior):
+    """Two stages of another kind on the same rows: "gbm" or "gbm-first" (trees, or trees after a
+    logistic first stage)."""
+    from vllm_advisor.cases import fit
+    from vllm_advisor.diagnosis.ranker import RankerModel, second_stage_rows
+
+    gbm = lambda a, b: GbmStage(a, b)  # noqa: E731
+    first = fit._fit_stage(x, y) if kind == "gbm-first" else gbm(x, y)
+    second = gbm(second_stage_rows(x, first, cooc), y)
+    return RankerModel(first, second, cooc, prior, {})
 
 
 def _tail_rankings(kind: str, x, xt, y, cooc, prior, test_evs) -> list[list[str]]:
@@ -594,7 +620,10 @@ VARIANTS = [
     Variant("conf-h1-m.8-l.5", extra={"words": True, "aug": "root+symptoms", "conf_w": {"high": 1.0, "medium": 0.8, "low": 0.5}}),
     Variant("conf-h1-m1-l.5", extra={"words": True, "aug": "root+symptoms", "conf_w": {"high": 1.0, "medium": 1.0, "low": 0.5}}),
     Variant("conf-h1.5-m1-l1", extra={"words": True, "aug": "root+symptoms", "conf_w": {"high": 1.5, "medium": 1.0, "low": 1.0}}),
-    Variant("sym-rich", extra={"words": True, "aug": "root+symptoms", "symptoms": "/work/wt/s7me/knowledge/cause_symptoms_rich.yaml"}),
+    Variant("ens-gbm", extra={"words": True, "aug": "root+symptoms", "ensemble": "gbm"}),
+    Variant("ens-gbm-first", extra={"words": True, "aug": "root+symptoms", "ensemble": "gbm-first"}),
+    # session 7: cause_symptoms.yaml grew from 2-3 to 6-8 sentences per cause and language; this is the old file
+    Variant("sym-session6", extra={"words": True, "aug": "root+symptoms", "symptoms": "knowledge/cause_symptoms.yaml@6b71425"}),
     Variant("aug-both-rank-words", extra={"words": True, "aug": "root+symptoms", "rank_cols": "words"}),
     Variant("aug-both-rank-wv", extra={"words": True, "aug": "root+symptoms", "rank_cols": "words+vote"}),
     Variant("aug-both-rank-wvs", extra={"words": True, "aug": "root+symptoms", "rank_cols": "words+vote+symptom+board_total"}),
