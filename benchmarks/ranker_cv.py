@@ -620,6 +620,14 @@ VARIANTS = [
     Variant("conf-h1-m.8-l.5", extra={"words": True, "aug": "root+symptoms", "conf_w": {"high": 1.0, "medium": 0.8, "low": 0.5}}),
     Variant("conf-h1-m1-l.5", extra={"words": True, "aug": "root+symptoms", "conf_w": {"high": 1.0, "medium": 1.0, "low": 0.5}}),
     Variant("conf-h1.5-m1-l1", extra={"words": True, "aug": "root+symptoms", "conf_w": {"high": 1.5, "medium": 1.0, "low": 1.0}}),
+    # session 7: the settings again after the audit changed the labels (fitting part only)
+    Variant("aug-both-C0.25", C=0.25, extra={"words": True, "aug": "root+symptoms"}),
+    Variant("aug-both-C1", C=1.0, extra={"words": True, "aug": "root+symptoms"}),
+    Variant("aug-both-k5", k_neighbours=5, extra={"words": True, "aug": "root+symptoms"}),
+    Variant("aug-both-k10", k_neighbours=10, extra={"words": True, "aug": "root+symptoms"}),
+    Variant("aug-both-k15", k_neighbours=15, extra={"words": True, "aug": "root+symptoms"}),
+    Variant("aug-both-wC2", extra={"words": True, "aug": "root+symptoms", "words_C": 2.0}),
+    Variant("aug-both-wC8", extra={"words": True, "aug": "root+symptoms", "words_C": 8.0}),
     Variant("ens-gbm", extra={"words": True, "aug": "root+symptoms", "ensemble": "gbm"}),
     Variant("ens-gbm-first", extra={"words": True, "aug": "root+symptoms", "ensemble": "gbm-first"}),
     # session 7: cause_symptoms.yaml grew from 2-3 to 6-8 sentences per cause and language; this is the old file
