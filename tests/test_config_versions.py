@@ -1,0 +1,32 @@
+"""vLLM's release history (no chunked prefill before 0.4, upgrades before 0.8) is evidence only for
+vLLM: another engine's version number in the same field says nothing about it."""
+
+from __future__ import annotations
+
+from vllm_advisor.diagnosis.board import Board
+from vllm_advisor.diagnosis.config_facts import detect_config
+from vllm_advisor.diagnosis.inputs import DiagnosisInputs
+from vllm_advisor.schema.deployment import Deployment
+
+QUESTION = "After the upgrade, a long prompt of 16k tokens stalls everyone else. Why?"
+
+
+def _config_evidence(engine: str | None) -> dict[str, float]:
+    inputs = DiagnosisInputs(question=QUESTION, deployment=Deployment(engine=engine, vllm_version="0.3.3"))
+    board = Board()
+    detect_config(inputs, board)
+    return {cause: h.by_kind.get("config", 0.0) for cause, h in board.hypotheses.items()}
+
+
+def test_an_old_vllm_version_is_evidence():
+    evidence = _config_evidence("vllm")
+    assert evidence.get("chunked_prefill_interference", 0.0) > 0
+    assert evidence.get("version_regression", 0.0) > 0
+    assert _config_evidence(None) == evidence  # no engine given: vLLM, the advisor's engine
+
+
+def test_another_engines_version_is_not_read_as_vllms():
+    for engine in ("sglang", "tgi"):
+        evidence = _config_evidence(engine)
+        assert evidence.get("chunked_prefill_interference", 0.0) == 0
+        assert evidence.get("version_regression", 0.0) == 0
