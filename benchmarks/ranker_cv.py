@@ -425,8 +425,8 @@ def rank_columns(names: str, x: np.ndarray) -> np.ndarray:
     return np.hstack(cols)
 
 
-def weighted_stage(x: np.ndarray, y: np.ndarray, C: float, positive_weight: float):
-    """fit._fit_stage with the established causes weighted (about 1 row in 13 is positive)."""
+def _lr_stage(x: np.ndarray, y: np.ndarray, C: float, *, class_weight: dict | None = None, row_weight: np.ndarray | None = None):
+    """fit._fit_stage with weights: per class (``class_weight``) or per row (``row_weight``)."""
     from sklearn.linear_model import LogisticRegression
 
     from vllm_advisor.diagnosis.ranker import Stage
@@ -434,24 +434,21 @@ def weighted_stage(x: np.ndarray, y: np.ndarray, C: float, positive_weight: floa
     mean = x.mean(axis=0)
     scale = x.std(axis=0)
     scale[scale < 1e-9] = 1.0
-    lr = LogisticRegression(C=C, max_iter=3000, class_weight={0: 1.0, 1: positive_weight})
-    lr.fit((x - mean) / scale, y)
+    lr = LogisticRegression(C=C, max_iter=3000, class_weight=class_weight)
+    lr.fit((x - mean) / scale, y, sample_weight=row_weight)
     return Stage(mean, scale, lr.coef_[0], float(lr.intercept_[0]))
+
+
+def weighted_stage(x: np.ndarray, y: np.ndarray, C: float, positive_weight: float):
+    """The established causes weighted (about 1 row in 13 is positive)."""
+    return _lr_stage(x, y, C, class_weight={0: 1.0, 1: positive_weight})
 
 
 def case_weighted_stage(x: np.ndarray, y: np.ndarray, C: float, case_weights: np.ndarray):
-    """fit._fit_stage with each case's rows weighted (e.g. by the label's stated confidence)."""
-    from sklearn.linear_model import LogisticRegression
-
-    from vllm_advisor.diagnosis.ranker import Stage
+    """Each case's rows weighted (e.g. by the label's stated confidence)."""
     from vllm_advisor.schema import CAUSE_IDS
 
-    mean = x.mean(axis=0)
-    scale = x.std(axis=0)
-    scale[scale < 1e-9] = 1.0
-    lr = LogisticRegression(C=C, max_iter=3000)
-    lr.fit((x - mean) / scale, y, sample_weight=np.repeat(case_weights, len(CAUSE_IDS)))
-    return Stage(mean, scale, lr.coef_[0], float(lr.intercept_[0]))
+    return _lr_stage(x, y, C, row_weight=np.repeat(case_weights, len(CAUSE_IDS)))
 
 
 def softmax_stage(x: np.ndarray, y: np.ndarray, C: float):
