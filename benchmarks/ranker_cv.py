@@ -138,12 +138,14 @@ def load_fitting_part():
 
 @functools.cache
 def shipped_settings() -> dict:
-    """The shipped settings a variant may override (the word model's, the companion feature), read
-    once before any variant overrides them."""
+    """The shipped settings a variant may override (the word model's, the companion feature, the
+    cause symptoms' reader), read once before any variant overrides them."""
     from vllm_advisor.cases import fit
     from vllm_advisor.diagnosis import ranker, words
 
-    return {"max_terms": words.MAX_TERMS, "ngrams": words.NGRAMS, "words_C": fit.WORDS_C, "augment": fit.WORDS_AUGMENT, "companions": ranker.companions}
+    from vllm_advisor.diagnosis import semantic
+
+    return {"max_terms": words.MAX_TERMS, "ngrams": words.NGRAMS, "words_C": fit.WORDS_C, "augment": fit.WORDS_AUGMENT, "companions": ranker.companions, "symptoms": semantic.symptom_sentences}
 
 
 def _companions_sum(p1, cooc):
@@ -207,19 +209,13 @@ def run_variant(v: Variant, cases, evs, index, repeats: int):
 
 
 _WORDS_CACHE: dict = {}
-_SHIPPED_SYMPTOMS = None
 
 
 def _symptoms_reader(path: str | None):
-    """semantic.symptom_sentences, or a reader of another cause_symptoms file (same shape; "FILE@REV"
-    reads it from a git revision)."""
-    global _SHIPPED_SYMPTOMS
-    from vllm_advisor.diagnosis import semantic
-
-    if _SHIPPED_SYMPTOMS is None:
-        _SHIPPED_SYMPTOMS = semantic.symptom_sentences
+    """The shipped semantic.symptom_sentences, or a reader of another cause_symptoms file (same shape;
+    "FILE@REV" reads it from a git revision)."""
     if not path:
-        return _SHIPPED_SYMPTOMS
+        return shipped_settings()["symptoms"]
     import yaml
 
     from vllm_advisor.schema import CAUSE_IDS
@@ -247,7 +243,6 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
     """fit.py's two logistic stages (without the Platt scaling, which never changes the order of
     causes a measurement does not establish), with the variant's extra columns."""
     from vllm_advisor.cases import fit
-    from vllm_advisor.diagnosis.ranker import RankerModel, second_stage_rows
 
     if v.extra.get("shipped"):  # fit.py's own pipeline, as `fit --write` fits the shipped model
         model, sub = fit.fit_model(train_cases, train_evs, index, calibrate=v.extra.get("calibrate", False))
@@ -292,10 +287,8 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
     stage = (lambda a, b: softmax_stage(a, b, v.extra.get("sm_C", v.C))) if v.extra.get("objective") == "softmax" else lr_stage
     if v.extra.get("objective") == "gbm":
         stage = lambda a, b: GbmStage(a, b, **v.extra.get("gbm", {}))  # noqa: E731
-    first = stage(x, y) if v.extra.get("first") != "lr" else lr_stage(x, y)
     cooc = fit.cooccurrence([c.report.causes for c in train_cases])
-    second = stage(second_stage_rows(x, first, cooc), y)
-    model = RankerModel(first, second, cooc, prior, {})
+    model = _two_stages(lr_stage if v.extra.get("first") == "lr" else stage, stage, x, y, cooc, prior)
     probs = model.probabilities(xt)
     if v.extra.get("ensemble"):  # average with another objective's probabilities on the same rows
         other = _other_model(v.extra["ensemble"], x, y, cooc, prior)
@@ -307,22 +300,26 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
     return out
 
 
+def _two_stages(first_stage, second_stage, x, y, cooc, prior):
+    """fit.py's two-stage model with the given stage fitters: the first on the evidence rows, the
+    second on the rows plus each cause's companion support from the first."""
+    from vllm_advisor.diagnosis.ranker import RankerModel, second_stage_rows
+
+    first = first_stage(x, y)
+    return RankerModel(first, second_stage(second_stage_rows(x, first, cooc), y), cooc, prior, {})
+
+
 def _other_model(kind: str, x, y, cooc, prior):
     """Two stages of another kind on the same rows: "gbm" or "gbm-first" (trees, or trees after a
     logistic first stage)."""
     from vllm_advisor.cases import fit
-    from vllm_advisor.diagnosis.ranker import RankerModel, second_stage_rows
 
     gbm = lambda a, b: GbmStage(a, b)  # noqa: E731
-    first = fit._fit_stage(x, y) if kind == "gbm-first" else gbm(x, y)
-    second = gbm(second_stage_rows(x, first, cooc), y)
-    return RankerModel(first, second, cooc, prior, {})
+    return _two_stages(fit._fit_stage if kind == "gbm-first" else gbm, gbm, x, y, cooc, prior)
 
 
 def _tail_rankings(kind: str, x, xt, y, cooc, prior, test_evs) -> list[list[str]]:
     """Rankings from another objective on the same rows (for the findings after the first)."""
-    from vllm_advisor.diagnosis.ranker import RankerModel, second_stage_rows
-
     if kind.startswith("softmax"):
         c = float(kind.split(":")[1]) if ":" in kind else 0.5
         stage = lambda a, b: softmax_stage(a, b, c)  # noqa: E731
@@ -331,9 +328,7 @@ def _tail_rankings(kind: str, x, xt, y, cooc, prior, test_evs) -> list[list[str]
         stage = lambda a, b: weighted_stage(a, b, 0.5, w)  # noqa: E731
     else:
         raise ValueError(kind)
-    first = stage(x, y)
-    second = stage(second_stage_rows(x, first, cooc), y)
-    return _rankings(RankerModel(first, second, cooc, prior, {}).probabilities(xt), test_evs)
+    return _rankings(_two_stages(stage, stage, x, y, cooc, prior).probabilities(xt), test_evs)
 
 
 def _rankings(p: np.ndarray, test_evs) -> list[list[str]]:
@@ -611,45 +606,49 @@ def main() -> int:
     return 0
 
 
+#: The shipped word model's columns (fit.WORDS_AUGMENT's documents) for variants that build their own
+#: stages; a variant adds its change to these.
+SHIPPED_WORDS = {"words": True, "aug": "root+symptoms"}
+
 VARIANTS = [
     Variant("baseline"),
-    Variant("aug-both", extra={"words": True, "aug": "root+symptoms"}),
-    Variant("conf-h1-m.8-l.5", extra={"words": True, "aug": "root+symptoms", "conf_w": {"high": 1.0, "medium": 0.8, "low": 0.5}}),
-    Variant("conf-h1-m1-l.5", extra={"words": True, "aug": "root+symptoms", "conf_w": {"high": 1.0, "medium": 1.0, "low": 0.5}}),
-    Variant("conf-h1.5-m1-l1", extra={"words": True, "aug": "root+symptoms", "conf_w": {"high": 1.5, "medium": 1.0, "low": 1.0}}),
+    Variant("aug-both", extra=SHIPPED_WORDS),
+    Variant("conf-h1-m.8-l.5", extra={**SHIPPED_WORDS, "conf_w": {"high": 1.0, "medium": 0.8, "low": 0.5}}),
+    Variant("conf-h1-m1-l.5", extra={**SHIPPED_WORDS, "conf_w": {"high": 1.0, "medium": 1.0, "low": 0.5}}),
+    Variant("conf-h1.5-m1-l1", extra={**SHIPPED_WORDS, "conf_w": {"high": 1.5, "medium": 1.0, "low": 1.0}}),
     # session 7: the settings again after the audit changed the labels (fitting part only)
-    Variant("aug-both-C0.25", C=0.25, extra={"words": True, "aug": "root+symptoms"}),
-    Variant("aug-both-C1", C=1.0, extra={"words": True, "aug": "root+symptoms"}),
-    Variant("aug-both-k5", k_neighbours=5, extra={"words": True, "aug": "root+symptoms"}),
-    Variant("aug-both-k10", k_neighbours=10, extra={"words": True, "aug": "root+symptoms"}),
-    Variant("aug-both-k15", k_neighbours=15, extra={"words": True, "aug": "root+symptoms"}),
-    Variant("aug-both-wC2", extra={"words": True, "aug": "root+symptoms", "words_C": 2.0}),
-    Variant("aug-both-wC8", extra={"words": True, "aug": "root+symptoms", "words_C": 8.0}),
-    Variant("ens-gbm", extra={"words": True, "aug": "root+symptoms", "ensemble": "gbm"}),
-    Variant("ens-gbm-first", extra={"words": True, "aug": "root+symptoms", "ensemble": "gbm-first"}),
+    Variant("aug-both-C0.25", C=0.25, extra=SHIPPED_WORDS),
+    Variant("aug-both-C1", C=1.0, extra=SHIPPED_WORDS),
+    Variant("aug-both-k5", k_neighbours=5, extra=SHIPPED_WORDS),
+    Variant("aug-both-k10", k_neighbours=10, extra=SHIPPED_WORDS),
+    Variant("aug-both-k15", k_neighbours=15, extra=SHIPPED_WORDS),
+    Variant("aug-both-wC2", extra={**SHIPPED_WORDS, "words_C": 2.0}),
+    Variant("aug-both-wC8", extra={**SHIPPED_WORDS, "words_C": 8.0}),
+    Variant("ens-gbm", extra={**SHIPPED_WORDS, "ensemble": "gbm"}),
+    Variant("ens-gbm-first", extra={**SHIPPED_WORDS, "ensemble": "gbm-first"}),
     # session 7: cause_symptoms.yaml grew from 2-3 to 6-8 sentences per cause and language; this is the old file
-    Variant("sym-session6", extra={"words": True, "aug": "root+symptoms", "symptoms": "knowledge/cause_symptoms.yaml@6b71425"}),
-    Variant("aug-both-rank-words", extra={"words": True, "aug": "root+symptoms", "rank_cols": "words"}),
-    Variant("aug-both-rank-wv", extra={"words": True, "aug": "root+symptoms", "rank_cols": "words+vote"}),
-    Variant("aug-both-rank-wvs", extra={"words": True, "aug": "root+symptoms", "rank_cols": "words+vote+symptom+board_total"}),
-    Variant("aug-both-comp-sum", extra={"words": True, "aug": "root+symptoms", "companions": "sum"}),
-    Variant("aug-both-comp-top1", extra={"words": True, "aug": "root+symptoms", "companions": "top1"}),
-    Variant("aug-both-h-w2", extra={"words": True, "aug": "root+symptoms", "hybrid": "weighted:2"}),
-    Variant("aug-both-h-w5", extra={"words": True, "aug": "root+symptoms", "hybrid": "weighted:5"}),
-    Variant("aug-both-h-softmax", extra={"words": True, "aug": "root+symptoms", "hybrid": "softmax:0.5"}),
-    Variant("aug-both-h-softmax0.1", extra={"words": True, "aug": "root+symptoms", "hybrid": "softmax:0.1"}),
-    Variant("aug-both-h-w3", extra={"words": True, "aug": "root+symptoms", "hybrid": "weighted:3"}),
+    Variant("sym-session6", extra={**SHIPPED_WORDS, "symptoms": "knowledge/cause_symptoms.yaml@6b71425"}),
+    Variant("aug-both-rank-words", extra={**SHIPPED_WORDS, "rank_cols": "words"}),
+    Variant("aug-both-rank-wv", extra={**SHIPPED_WORDS, "rank_cols": "words+vote"}),
+    Variant("aug-both-rank-wvs", extra={**SHIPPED_WORDS, "rank_cols": "words+vote+symptom+board_total"}),
+    Variant("aug-both-comp-sum", extra={**SHIPPED_WORDS, "companions": "sum"}),
+    Variant("aug-both-comp-top1", extra={**SHIPPED_WORDS, "companions": "top1"}),
+    Variant("aug-both-h-w2", extra={**SHIPPED_WORDS, "hybrid": "weighted:2"}),
+    Variant("aug-both-h-w5", extra={**SHIPPED_WORDS, "hybrid": "weighted:5"}),
+    Variant("aug-both-h-softmax", extra={**SHIPPED_WORDS, "hybrid": "softmax:0.5"}),
+    Variant("aug-both-h-softmax0.1", extra={**SHIPPED_WORDS, "hybrid": "softmax:0.1"}),
+    Variant("aug-both-h-w3", extra={**SHIPPED_WORDS, "hybrid": "weighted:3"}),
     Variant("shipped", extra={"shipped": True}),
     Variant("shipped-C0.25", C=0.25, extra={"shipped": True}),
     Variant("shipped-C1", C=1.0, extra={"shipped": True}),
     Variant("shipped-k10", k_neighbours=10, extra={"shipped": True}),
     Variant("shipped-no-augment", extra={"shipped": True, "augment": ()}),
     Variant("shipped-gloss", extra={"shipped": True, "gloss": True}),
-    Variant("lex7", extra={"words": True, "aug": "root+symptoms", "lex_vote": {"k": 7}}),
-    Variant("lex15", extra={"words": True, "aug": "root+symptoms", "lex_vote": {"k": 15}}),
-    Variant("gbm", extra={"words": True, "aug": "root+symptoms", "objective": "gbm"}),
-    Variant("gbm-slow", extra={"words": True, "aug": "root+symptoms", "objective": "gbm", "gbm": {"learning_rate": 0.03, "max_iter": 300, "max_leaf_nodes": 6}}),
-    Variant("gbm-first", extra={"words": True, "aug": "root+symptoms", "objective": "gbm", "first": "lr"}),
+    Variant("lex7", extra={**SHIPPED_WORDS, "lex_vote": {"k": 7}}),
+    Variant("lex15", extra={**SHIPPED_WORDS, "lex_vote": {"k": 15}}),
+    Variant("gbm", extra={**SHIPPED_WORDS, "objective": "gbm"}),
+    Variant("gbm-slow", extra={**SHIPPED_WORDS, "objective": "gbm", "gbm": {"learning_rate": 0.03, "max_iter": 300, "max_leaf_nodes": 6}}),
+    Variant("gbm-first", extra={**SHIPPED_WORDS, "objective": "gbm", "first": "lr"}),
     Variant("shipped-mt10k", extra={"shipped": True, "max_terms": 10000}),
     Variant("shipped-mt20k", extra={"shipped": True, "max_terms": 20000}),
     Variant("shipped-ng25", extra={"shipped": True, "ngrams": (2, 5)}),
