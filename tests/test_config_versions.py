@@ -23,6 +23,7 @@ def test_an_old_vllm_version_is_evidence():
     assert evidence.get("chunked_prefill_interference", 0.0) > 0
     assert evidence.get("version_regression", 0.0) > 0
     assert _config_evidence(None) == evidence  # no engine given: vLLM, the advisor's engine
+    assert _config_evidence("vLLM") == evidence  # any spelling (Deployment.is_vllm)
 
 
 def test_another_engines_version_is_not_read_as_vllms():

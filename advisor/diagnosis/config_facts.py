@@ -80,7 +80,7 @@ def _tensor_parallel(inputs: DiagnosisInputs, board: Board, cfg) -> None:
 def _versions(inputs: DiagnosisInputs, board: Board, cfg, text: str) -> None:
     """Facts of vLLM's own release history; another engine's version number says nothing about them
     (SGLang 0.3 had chunked prefill, vLLM 0.3 did not)."""
-    if (inputs.deployment.engine or "vllm") != "vllm":
+    if not inputs.deployment.is_vllm:
         return
     v = parse_version(inputs.deployment.vllm_version)
     if v is None:

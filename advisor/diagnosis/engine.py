@@ -186,7 +186,7 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
     out: list[Msg] = []
     engine = inputs.engine
     covered: tuple[str, ...] = ("vLLM version", "max_model_len not given")
-    if (inputs.deployment.engine or "vllm").lower() != "vllm":
+    if not inputs.deployment.is_vllm:
         out.append(msg("note.other_engine", engine=inputs.deployment.engine))
         covered += (f"engine {inputs.deployment.engine}: ",)
     if engine is not None:

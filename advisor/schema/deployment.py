@@ -31,6 +31,11 @@ class Deployment(BaseModel):
     serve_command: str | None = None
     flags: dict[str, Any] = Field(default_factory=dict, description="engine args not in serve_command")
 
+    @property
+    def is_vllm(self) -> bool:
+        """The deployment runs vLLM (no engine given means vLLM, the advisor's engine; any spelling)."""
+        return (self.engine or "vllm").lower() == "vllm"
+
 
 class EngineArgs(BaseModel):
     """Engine arguments with vLLM's own names (underscored). ``None`` = not set by the user, so the
