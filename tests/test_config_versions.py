@@ -31,3 +31,17 @@ def test_another_engines_version_is_not_read_as_vllms():
         evidence = _config_evidence(engine)
         assert evidence.get("chunked_prefill_interference", 0.0) == 0
         assert evidence.get("version_regression", 0.0) == 0
+
+
+def test_the_approximation_note_is_for_other_engines_only():
+    """The performance model is vLLM's scheduler: an input of another engine is told it is applied as
+    an approximation; vLLM in any spelling is not."""
+    from vllm_advisor.diagnosis import inputs as inputs_module
+
+    def notes(engine):
+        inputs = DiagnosisInputs(question=QUESTION, deployment=Deployment(engine=engine))
+        inputs_module._model(inputs, calibrate=False)
+        return [n for n in inputs.notes if "approximation" in n]
+
+    assert notes("vllm") == notes("vLLM") == notes(None) == []
+    assert notes("sglang") and "sglang" in notes("sglang")[0]

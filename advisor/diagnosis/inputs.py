@@ -322,7 +322,7 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
     from ..perf.predict import LoadPoint, build_engine_model, predict_load_point
 
     dep = inputs.deployment
-    if (dep.engine or "vllm") != "vllm":
+    if not dep.is_vllm:
         inputs.notes.append(f"engine {dep.engine}: vLLM's scheduler model applied as an approximation")
     if not dep.model or not dep.gpu:
         inputs.engine_error = "model or GPU unknown: no performance model"
