@@ -195,6 +195,8 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
             out.append(msg("note.version_assumed", version=cfg.vllm_version))
         if cfg.source_of("max_model_len") == "derived":
             out.append(msg("note.max_model_len_assumed", tokens=q(cfg.max_model_len, "tokens")))
+        if not engine.memory.fits and inputs.served:
+            out.append(msg("note.served_but_does_not_fit", kv=q(round(engine.memory.kv_cache_gib, 2), "GiB")))
     elif inputs.engine_error and (not inputs.deployment.model or not inputs.deployment.gpu):
         missing = [name for name, value in (("model", inputs.deployment.model), ("GPU", inputs.deployment.gpu)) if not value]
         out.append(msg("note.no_model", missing=missing))

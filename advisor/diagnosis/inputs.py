@@ -69,6 +69,13 @@ class DiagnosisInputs:
     def observations(self):
         return self.case.observations if self.case else []
 
+    @property
+    def served(self) -> bool:
+        """The deployment evidently ran: there are measured runs, a server log or metrics. Then a
+        memory model that says it cannot fit has its own inputs wrong (a quantised checkpoint read
+        as BF16, offloaded experts, more GPUs than given), not the user's settings."""
+        return bool(self.measured or self.server_logs or self.metrics_windows or self.metrics_summaries)
+
 
 #: Files read from one attached folder (a run folder holds a handful; a home directory is not one).
 MAX_FOLDER_FILES = 200

@@ -24,11 +24,13 @@ def detect_physics(inputs: DiagnosisInputs, board: Board) -> None:
     if engine is None:
         return
     mem = engine.memory
-    if not mem.fits:
-        # the memory model's own verdict, below the establishing level: a deployment that serves
-        # (every report of slowness) did fit, so "does not fit" is as often the model's estimate of
-        # the weights (dtype, MoE layout, offload) as the user's settings; the server log's
-        # "Maximum concurrency" line (measured.py) is what establishes a small KV cache
+    if not mem.fits and not inputs.served:
+        # the memory model's own verdict, below the establishing level. A deployment that was
+        # measured did fit, so there "does not fit" is the model's estimate of the weights (dtype,
+        # MoE layout, offload), not the user's settings: no evidence, a note instead
+        # (engine.diagnosis_notes). On the library's fitting part the verdict named an established
+        # cause in 1 of 17 measured reports. The server log's "Maximum concurrency" line
+        # (measured.py) is what establishes a small KV cache.
         board.add(
             "memory_config",
             1.5,
