@@ -72,6 +72,18 @@ def test_english_questions_on_other_cases_are_answered_first(shared_dir, case, q
     assert not CJK.search(md)
 
 
+def test_a_topic_word_does_not_put_a_weak_finding_first():
+    """A real report (KTransformers, DeepSeek-R1 offloaded to four DDR4 sockets) asks whether tuning
+    or more GPUs would help and mentions GPU memory ("显存"): the capacity topic. The ranker puts the
+    KV cache far down; the answer must not open with it for the word alone."""
+    case = REPO / "knowledge" / "cases" / "ktransformers-806-4-socket-ddr4-4toks.yaml"
+    result = Session(profile=case, kb=False).answer()
+    assert "capacity" in topics(result.inputs.question)
+    assert result.diagnosis.findings[0].cause != "kv_capacity"
+    first = first_paragraph(result.answer.markdown)
+    assert "KV cache 只能同时容纳" not in first, first
+
+
 # -- the language scan -----------------------------------------------------------------------------
 
 CJK = re.compile(r"[\u3400-\u9fff\u3000-\u303f\uff01-\uff5e]")
