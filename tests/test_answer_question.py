@@ -140,3 +140,17 @@ def test_english_answer_and_memo_have_no_chinese(tmp_path):
     assert memo.language == "en" and not CJK.search(memo.markdown.replace(SEED.read_text(encoding="utf-8"), ""))
     for label in memo.plot_labels:
         assert not CJK.search(label), label
+
+
+def test_only_likely_findings_are_called_contributing(seed):
+    """Confidences are calibrated: a finding under one half is "weighed, less likely", never "at work"."""
+    from vllm_advisor.answer.embedded import LIKELY
+
+    result = seed.answer("为什么40并发时每个请求的生成速度减半了？")
+    md = result.answer.markdown
+    unlikely = [f for f in result.diagnosis.findings[1:] if f.confidence < LIKELY]
+    assert unlikely and "也考虑过、可能性较小的原因" in md
+    contributing = next((line for line in md.splitlines() if line.startswith("其他同时起作用的原因")), "")
+    from vllm_advisor.messages import cause_title
+
+    assert not any(cause_title("zh", f.cause) in contributing for f in unlikely), contributing

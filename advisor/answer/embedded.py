@@ -248,11 +248,23 @@ def render_direct(diagnosis: Diagnosis, language: str) -> list[str]:
     if numeric:
         out.append(f"{phrase(language, 'key_figures')}{p.colon}" + p.semi.join(render_evidence(e, language, bullet=False) for e in numeric))
         out.append("")
-    others = diagnosis.findings[1:]
-    if others:
-        items = [f"{finding_heading(f, language)}{markers(f.sources)}" for f in others]
-        out.append(f"{phrase(language, 'also_found')}{p.colon}" + p.semi.join(items))
-        out.append("")
+    out += others_lines(diagnosis.findings[1:], language, lambda f: f"{finding_heading(f, language)}{markers(f.sources)}")
+    return out
+
+
+#: A finding's confidence is calibrated (RESULTS.md's reliability table): at one half or more it is
+#: more likely than not one of the causes, and only then is it said to be contributing.
+LIKELY = 0.5
+
+
+def others_lines(others: list[Finding], language: str, label) -> list[str]:
+    """The findings after the answer's own: "also contributing" for the likely ones, "also weighed,
+    less likely" for the rest (a 3% finding is not called a cause at work)."""
+    p = Punct(language)
+    out: list[str] = []
+    for key, group in (("also_found", [f for f in others if f.confidence >= LIKELY]), ("also_weighed", [f for f in others if f.confidence < LIKELY])):
+        if group:
+            out += [f"{phrase(language, key)}{p.colon}" + p.semi.join(label(f) for f in group), ""]
     return out
 
 
@@ -473,9 +485,7 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
             out.append(f"{phrase(language, 'key_figures')}{p.colon}" + p.semi.join(render_evidence(e, language, bullet=False) for e in reply.figures))
             out.append("")
         others = [f for f in diagnosis.findings if f not in reply.findings][:SHORT_OTHERS]
-        if others:
-            out.append(f"{phrase(language, 'also_found')}{p.colon}" + p.semi.join(cause_title(language, f.cause) for f in others))
-            out.append("")
+        out += others_lines(others, language, lambda f: cause_title(language, f.cause))
     changes = _top_changes(diagnosis, reply.findings)
     if changes:
         out += [phrase(language, "h_change"), ""]
