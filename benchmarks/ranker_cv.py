@@ -197,6 +197,8 @@ def run_variant(v: Variant, cases, evs, index, repeats: int):
         rank_all, truth_all = [], []
         for f in range(5):
             train = [k for k in range(len(cases)) if fold[k] != f]
+            if v.extra.get("train_frac"):  # a learning curve: a fixed share of the training folds only
+                train = [k for k in train if int(hashlib.sha256(f"frac:{r}:{ids[k]}".encode()).hexdigest()[:8], 16) / 16**8 < v.extra["train_frac"]]
             test = [k for k in range(len(cases)) if fold[k] == f]
             rankings = fit_and_rank(v, [cases[k] for k in train], [evs[k] for k in train], [evs[k] for k in test], index)
             rank_all += rankings
@@ -639,6 +641,10 @@ VARIANTS = [
     Variant("aug-both-h-softmax0.1", extra={**SHIPPED_WORDS, "hybrid": "softmax:0.1"}),
     Variant("aug-both-h-w3", extra={**SHIPPED_WORDS, "hybrid": "weighted:3"}),
     Variant("shipped", extra={"shipped": True}),
+    # session 8: a learning curve (the same test folds, a fixed share of each training set)
+    Variant("shipped-tf0.5", extra={"shipped": True, "train_frac": 0.5}),
+    Variant("shipped-tf0.7", extra={"shipped": True, "train_frac": 0.7}),
+    Variant("shipped-tf0.85", extra={"shipped": True, "train_frac": 0.85}),
     Variant("shipped-C0.25", C=0.25, extra={"shipped": True}),
     Variant("shipped-C1", C=1.0, extra={"shipped": True}),
     Variant("shipped-k10", k_neighbours=10, extra={"shipped": True}),
