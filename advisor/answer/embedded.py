@@ -314,7 +314,7 @@ def render_change(diagnosis: Diagnosis, language: str) -> list[str]:
         out.append(f"{i}. **{change}**{cite}")
         if r.flag:
             out.append(f"   - {phrase(language, 'flag')}{p.colon}`{r.flag}`")
-        if r.whatif:
+        if r.whatif and r.predicted_effect:  # the what-if it was modelled with, when it was modelled
             out.append(f"   - {phrase(language, 'modelled_by')}{p.colon}" + " ".join(f"`{w}`" for w in r.whatif))
         if r.predicted_effect:
             effect = render(r.predicted_effect, language).strip()

@@ -8,13 +8,14 @@ deployment is modelled, and a command that verifies them.
 from __future__ import annotations
 
 import math
+import re
 
 from ..errors import AdvisorError
 from ..schema import Diagnosis, Finding, MissingMeasurement, Msg
 from ..schema.finding import Fact
 from ..schema.message import msg, q
 from .board import Board, Hypothesis
-from .causes import BENCH, GENERIC
+from .causes import BENCH, GENERIC, WEIGHT_QUANT_FLAG
 from .config_facts import detect_config
 from .inputs import DiagnosisInputs, diagnosis_prompts
 from .measured import detect_measured
@@ -97,13 +98,35 @@ def _learned_order(board: Board, inputs: DiagnosisInputs):
     return ranked, similar, undecided(order)
 
 
+#: A checkpoint whose name says its weights are already quantised (AWQ, GPTQ, GGUF's Q4_K_M, NVFP4...).
+_QUANTISED_NAME = re.compile(r"awq|gptq|gguf|\bq[2-8](_k)?(_[msl])?\b|int[48]|w[48]a(8|16)|\bfp8\b|nvfp4|mxfp4|bnb|[48][- ]?bit|exl[23]", re.I)
+
+
+def weights_quantised(inputs: DiagnosisInputs) -> bool:
+    """The deployment's weights are already quantised (a setting, or the checkpoint's name)."""
+    dep = inputs.deployment
+    return bool(dep.quantization or inputs.engine_args.quantization or _QUANTISED_NAME.search(dep.model or ""))
+
+
+#: Severity on the board's own scale (board.py: a weight w reads as confidence 1 - exp(-w/2)):
+#: score 4 -> 0.86 is high, 2 -> 0.63 medium. A learned probability is read on the same scale, so a
+#: finding shown at 0.9 is not called "low" because its evidence is words.
+SEVERITY_HIGH = 1.0 - math.exp(-2.0)
+SEVERITY_MEDIUM = 1.0 - math.exp(-1.0)
+
+
 def _finding(h: Hypothesis, inputs: DiagnosisInputs) -> Finding:
     recs = h.recommendations + [r.model_copy(deep=True) for r in GENERIC.get(h.cause, [])]
     for r in recs:
+        if r.flag == WEIGHT_QUANT_FLAG and weights_quantised(inputs):
+            r.flag = None  # the change's words still say what bounds the speed; no flag to quantise again
         if r.verify is None and inputs.input_len and inputs.output_len:
             conc = max((o.concurrency or 1 for o in inputs.observations), default=1)
             r.verify = BENCH.format(inp=inputs.input_len, out=inputs.output_len, conc=conc, n=max(3 * conc, 10))
-    severity = "high" if h.score >= 4 else "medium" if h.score >= 2 else "low"
+    if h.probability is not None:
+        severity = "high" if h.probability >= SEVERITY_HIGH else "medium" if h.probability >= SEVERITY_MEDIUM else "low"
+    else:
+        severity = "high" if h.score >= 4 else "medium" if h.score >= 2 else "low"
     return Finding(
         cause=h.cause,
         severity=severity,
@@ -198,15 +221,19 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
         if not engine.memory.fits and inputs.served:
             out.append(msg("note.served_but_does_not_fit", kv=q(round(engine.memory.kv_cache_gib, 2), "GiB")))
     elif inputs.engine_error and (not inputs.deployment.model or not inputs.deployment.gpu):
-        missing = [name for name, value in (("model", inputs.deployment.model), ("GPU", inputs.deployment.gpu)) if not value]
-        out.append(msg("note.no_model", missing=missing))
+        missing = "both" if not inputs.deployment.model and not inputs.deployment.gpu else "model" if not inputs.deployment.model else "gpu"
+        out.append(msg("note.no_model", missing=msg(f"not_given.{missing}")))
+    elif inputs.engine_error and inputs.engine_error_field in ("model", "gpu"):  # a name the catalog lacks
+        out.append(msg(f"note.{inputs.engine_error_field}_not_in_catalog", name=getattr(inputs.deployment, inputs.engine_error_field)))
     elif inputs.engine_error:
         out.append(msg("note.engine_error", reason=inputs.engine_error))
     skipped = list(getattr(inputs, "skipped", []) or [])
     for note in skipped:  # typed by the gatherer: worded here, not copied from its English line
         out.append(msg(f"input.{note.code}", where=" ".join(x for x in (note.source or "", f"[{note.field}]" if note.field else "") if x), detail=note.detail))
     said = {note.text() for note in skipped}
-    texts = list(inputs.notes) + (list(engine.notes) + list(engine.memory.notes) if engine is not None else [])
+    # the memory model's own "will not start" line is replaced by note.served_but_does_not_fit when it ran
+    memory_notes = list(engine.memory.notes) if engine is not None and (engine.memory.fits or not inputs.served) else []
+    texts = list(inputs.notes) + (list(engine.notes) + memory_notes if engine is not None else [])
     for text in dict.fromkeys(t.strip() for t in texts if t and t.strip()):
         if not text.startswith(covered) and text not in said:
             out.append(msg("note.text", text=text))

@@ -45,6 +45,7 @@ class DiagnosisInputs:
     server_logs: list[ServerLogInfo] = field(default_factory=list)
     engine: Any = None  # perf.predict.EngineModel when the model and GPU are known
     engine_error: str | None = None
+    engine_error_field: str | None = None  # "model" or "gpu": a name the catalog does not have
     predicted: list[BenchmarkRun] = field(default_factory=list)  # sourced (uncalibrated) efficiencies
     ceiling: list[BenchmarkRun] = field(default_factory=list)  # every efficiency at its physical upper bound
     calibration: Any = None  # perf.calibrate.CalibrationResult, when asked for
@@ -339,6 +340,9 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
         engine = build_engine_model(dep, inputs.engine_args, needed_model_len=needed)
     except AdvisorError as exc:
         inputs.engine_error = exc.one_line()
+        from ..perf.catalog._names import UnknownCatalogEntry
+
+        inputs.engine_error_field = exc.field if isinstance(exc, UnknownCatalogEntry) else None
         return
     if not engine.memory.fits and inputs.measured and engine.config.source_of("max_model_len") != "user":
         # The server ran and served these requests, so its max_model_len must have fitted the KV cache.

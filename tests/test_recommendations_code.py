@@ -1,0 +1,65 @@
+"""What a recommendation shows as code is code: a flag or a command, PromQL one query per line. The
+words around it are the change's message, written in the asker's language (a Chinese answer carried
+"(or an AWQ/GPTQ checkpoint)" and "should drop to 0" inside its code). And the generic moves fit the
+deployment: a checkpoint already quantised is not told to quantise; severity reads like confidence."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from vllm_advisor.diagnosis.board import Hypothesis
+from vllm_advisor.diagnosis.causes import GENERIC, WEIGHT_QUANT_FLAG
+from vllm_advisor.diagnosis.engine import _finding
+from vllm_advisor.diagnosis.inputs import DiagnosisInputs
+from vllm_advisor.schema.deployment import Deployment
+
+PROSE = re.compile(r"\b(or|with|vs|should|the|and|on|each|default|more|at|when)\b|#|;")
+
+
+@pytest.mark.parametrize("cause", sorted(GENERIC))
+def test_flags_and_verify_lines_are_code_only(cause):
+    for rec in GENERIC[cause]:
+        for text in filter(None, [rec.flag, *(rec.verify or "").splitlines()]):
+            assert not PROSE.search(text.replace("sum by (le)", "")), (cause, text)
+
+
+@pytest.mark.parametrize(
+    ("model", "quantised"),
+    [("Qwen/Qwen2.5-32B-Instruct-AWQ", True), ("DeepSeek-R1 Q4_K_M", True), ("Llama-3.3-70B NVFP4", True), ("Qwen/Qwen2.5-32B-Instruct", False), ("meta-llama/Llama-3.1-8B", False)],
+)
+def test_a_quantised_checkpoint_is_not_told_to_quantise(model, quantised):
+    inputs = DiagnosisInputs(question="Why is decode slow?", deployment=Deployment(model=model))
+    finding = _finding(Hypothesis("decode_bandwidth", score=1.0, probability=0.5), inputs)
+    flags = [r.flag for r in finding.recommendations]
+    assert (WEIGHT_QUANT_FLAG in flags) is not quantised, flags
+    assert finding.recommendations, "the change's words stay"
+
+
+def test_severity_reads_like_the_confidence_shown():
+    inputs = DiagnosisInputs(question="q")
+    assert _finding(Hypothesis("queueing", score=0.8, probability=0.93), inputs).severity == "high"
+    assert _finding(Hypothesis("queueing", score=0.8, probability=0.7), inputs).severity == "medium"
+    assert _finding(Hypothesis("queueing", score=5.0, probability=0.2), inputs).severity == "low"
+    assert _finding(Hypothesis("queueing", score=5.0), inputs).severity == "high"  # no fitted weights: the board's scale
+
+
+def test_chinese_answers_name_what_the_catalog_lacks_in_chinese():
+    """A GPU or model the catalog does not have, a model the memory model cannot fit although the
+    deployment ran: said in Chinese, not as the catalog's or the memory model's English line."""
+    import sys
+    from pathlib import Path
+
+    from vllm_advisor import Session
+
+    sys.path.insert(0, str(Path(__file__).parent))
+    from test_answer_question import english_prose
+
+    cases = Path(__file__).resolve().parents[1] / "knowledge" / "cases"
+    for name, expect in (("vllm-ascend-171-910b-dense-32b-slow", "目录里没有 GPU Ascend-910B"), ("dotsocr-22-a10-single-image-15s", "目录里没有模型"), ("ktransformers-806-4-socket-ddr4-4toks", "不据此给出内存方面的结论")):
+        answer = Session(profile=cases / f"{name}.yaml", kb=False).answer().answer
+        assert expect in answer.full_markdown, name
+        assert "will not start" not in answer.full_markdown
+        for text in (answer.markdown, answer.full_markdown, *answer.notes):
+            assert english_prose(text) == [], (name, english_prose(text)[:10])
