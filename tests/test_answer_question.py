@@ -95,6 +95,8 @@ ALLOWED = {
     "prefill", "decode", "preemption", "prefix", "disaggregation", "detokenize", "attention", "server", "tokenizer", "metrics",
     "bench", "serve", "maximum", "concurrency", "logprobs", "ampere", "hopper", "workload", "sum", "rate", "by", "le", "histogram",
     "quantile", "seconds", "pd", "cpu", "utc", "prometheus", "advisor", "bucket", "total", "perc", "usage", "running", "waiting", "num", "requests", "model", "name", "the",
+    # engines a report may be about (engine.ENGINES_IN_TEXT): product names
+    "sglang", "tgi", "lmdeploy", "tensorrt", "llm", "llama", "cpp", "ollama", "ktransformers", "mlx", "lightllm", "mindie",
 }
 CODE = re.compile(r"```.*?```|`[^`\n]*`|<https?://[^>\s]+>|https?://\S+|\[[^\]]*\]\([^)]*\)|“[^”]*”|\*\*问题:\*\*[^\n]*", re.S)
 SOURCE_TITLE = re.compile(r"(调优卡片|vLLM 文档|issue 讨论)：[^\n]*")

@@ -63,3 +63,30 @@ def test_chinese_answers_name_what_the_catalog_lacks_in_chinese():
         assert "will not start" not in answer.full_markdown
         for text in (answer.markdown, answer.full_markdown, *answer.notes):
             assert english_prose(text) == [], (name, english_prose(text)[:10])
+
+
+@pytest.mark.parametrize(
+    ("text", "engine"),
+    [
+        ("On Ollama 0.17.4 I set OLLAMA_NUM_PARALLEL=8. Engine is Ollama (llama.cpp runner), not vLLM.", "Ollama"),
+        ("用 KTransformers 部署 DeepSeek-R1，解码只有 4 token/s", "KTransformers"),
+        ("TGI 1.3.3 with speculation gives 3.08 req/s", "TGI"),
+        ("LMDeploy is 1.6x faster than vLLM for one request", None),  # a comparison: the advice may be for vLLM
+        ("Serving Qwen with vllm serve at 40 clients", None),
+        ("Why is TTFT 30 s at 40 clients?", None),
+    ],
+)
+def test_the_engine_a_report_is_about(text, engine):
+    from vllm_advisor.diagnosis.engine import engine_named_in_text
+
+    assert engine_named_in_text(text) == engine
+
+
+def test_the_short_answer_says_its_flags_are_vllms_for_another_engine():
+    from pathlib import Path
+
+    from vllm_advisor import Session
+
+    case = Path(__file__).resolve().parents[1] / "knowledge" / "cases" / "ollama-14510-qwen35-one-active-request.yaml"
+    md = Session(profile=case, kb=False).answer().answer.markdown
+    assert "use Ollama's equivalents" in " ".join(md.split())

@@ -202,6 +202,32 @@ def _quantity(value: float, unit: str):
     return q(value, unit)
 
 
+#: Engines a report may name in its own words (display name, pattern). The advice is vLLM's: a user
+#: of another engine is told so in the short answer, not only in the full analysis.
+ENGINES_IN_TEXT = (
+    ("SGLang", r"\bsglang\b"),
+    ("TGI", r"text[- ]generation[- ](inference|launcher)|\btgi\b"),
+    ("LMDeploy", r"\blmdeploy\b"),
+    ("TensorRT-LLM", r"tensorrt[- _]?llm|\btrt[- _]?llm\b"),
+    ("llama.cpp", r"llama\.cpp|llama-server|llama_cpp"),
+    ("Ollama", r"\bollama\b"),
+    ("KTransformers", r"\bktransformers\b"),
+    ("MLX", r"\bmlx\b"),
+    ("LightLLM", r"\blightllm\b"),
+    ("MindIE", r"\bmindie\b"),
+)
+
+
+def engine_named_in_text(text: str) -> str | None:
+    """The other engine a report's words are about: the first one they name (None when they also
+    name vLLM, other than "not vLLM", or name none)."""
+    said = re.sub(r"(\bnot|instead of|rather than|without|不是|没有用|没用|未使用)\s*(the\s+)?vllm\b", " ", text or "", flags=re.I)
+    if re.search(r"\bvllm\b", said, re.I):  # vLLM named too: a comparison, or a front end over vLLM
+        return None
+    found = [(m.start(), name) for name, pattern in ENGINES_IN_TEXT if (m := re.search(pattern, said, re.I))]
+    return min(found)[1] if found else None  # the first one named (Ollama's "llama.cpp runner" comes after it)
+
+
 def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
     """Caveats as messages. The model's assumptions are read from its typed state (the resolved
     configuration's provenance); notes that other modules still write as text are carried verbatim
@@ -212,6 +238,8 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
     if not inputs.deployment.is_vllm:
         out.append(msg("note.other_engine", engine=inputs.deployment.engine))
         covered += (f"engine {inputs.deployment.engine}: ",)
+    elif (named := engine_named_in_text(inputs.text)) is not None:
+        out.append(msg("note.engine_named", engine=named))
     if engine is not None:
         cfg = engine.config
         if cfg.version_assumed:
