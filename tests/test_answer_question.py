@@ -156,3 +156,14 @@ def test_only_likely_findings_are_called_contributing(seed):
     from vllm_advisor.messages import cause_title
 
     assert not any(cause_title("zh", f.cause) in contributing for f in unlikely), contributing
+
+
+def test_a_weak_first_finding_is_said_to_be_the_likeliest_not_the_cause():
+    """A real report (LMDeploy vs vLLM on an AWQ model) whose first finding is under one half: the
+    opening says it is the likeliest cause at that confidence, from the fitted ranker."""
+    case = REPO / "knowledge" / "cases" / "lmdeploy-2532-awq-batch-advantage-shrinks.yaml"
+    result = Session(profile=case, kb=False).answer()
+    top = result.diagnosis.findings[0]
+    assert top.confidence < 0.5
+    first = "".join(first_paragraph(result.answer.markdown).split())
+    assert f"最可能的原因（置信度{round(100 * top.confidence)}%" in first, first

@@ -475,7 +475,9 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
 
         for f in reply.findings:
             if f.cause not in explained:
-                out += [f"**{cause_title(language, f.cause)}**{p.stop}" + ("" if reply.reasons else markers(cited)), ""]
+                # a finding under one half is the likeliest cause, not an established one: said so
+                hedge = phrase(language, "likeliest", pct=f"{round(100 * f.confidence)}%") if f.confidence < LIKELY else ""
+                out += [f"{hedge}**{cause_title(language, f.cause)}**{p.stop}" + ("" if reply.reasons else markers(cited)), ""]
                 continue
             for r in [r for r in pending if r in f.reasons]:
                 out += reason_line(r)
