@@ -166,13 +166,14 @@ def log_prior(labels: list[list[str]]) -> np.ndarray:
 
 def rows_for(evs: list[CaseEvidence], index, prior: np.ndarray, *, exclude_self: bool, words: np.ndarray | None = None) -> np.ndarray:
     """``words``: (cases x causes) word-model probabilities, out of fold when fitting."""
+    from ..diagnosis.inputs import detect_language
     from ..diagnosis.ranker import feature_rows
     from ..diagnosis.semantic import signals
 
     blocks = []
     for k, ev in enumerate(evs):
         sem = signals(ev.vector, index, parts=ev.parts, exclude=ev.id if exclude_self else None)
-        blocks.append(feature_rows(board_of(ev), sem, prior, words[k] if words is not None and ev.text.strip() else None))
+        blocks.append(feature_rows(board_of(ev), sem, prior, words[k] if words is not None and ev.text.strip() else None, detect_language(ev.text)))
     return np.vstack(blocks) if blocks else np.zeros((0, 0))
 
 
