@@ -50,4 +50,7 @@ def test_findings_come_from_evidence_not_a_constant(results):
 def test_missing_data_names_the_deciding_measurement(results):
     d, _ = results["vllm-3096-ttft-queue-rate"]
     assert any("probe watch" in m.command for m in d.missing)
+    # the version decides a regression, the token budget or memory defaults: not a queue (session 8's review)
+    assert not any("vllm --version" in m.command for m in d.missing)
+    d, _ = results["vllm-10517-max-model-len-kv-blocks"]
     assert any("vllm --version" in m.command for m in d.missing)

@@ -235,13 +235,14 @@ def render_direct(diagnosis: Diagnosis, language: str) -> list[str]:
         return [phrase(language, key), ""]
     top = diagnosis.findings[0]
     why = explanation(top, language)
-    para = f"**{finding_heading(top, language)}**"
+    hedge = phrase(language, "likeliest", pct=f"{round(100 * top.confidence)}%") if top.confidence < LIKELY else ""
+    para = f"{hedge}**{finding_heading(top, language)}**"
     para += f"{p.colon}{why}" if why else p.stop
     para += markers(top.sources)
     out = [para, ""]
     numeric: list[Evidence] = []
-    for e in top.evidence:
-        if e.value is None or e.kind == "text" or any((e.value, e.unit) == (x.value, x.unit) for x in numeric):
+    for e in top.evidence:  # figures of this deployment: a similar report's similarity is not one
+        if e.value is None or e.kind in ("text", "source") or any((e.value, e.unit) == (x.value, x.unit) for x in numeric):
             continue
         numeric.append(e)
     numeric = numeric[:KEY_FIGURES_IN_ANSWER]

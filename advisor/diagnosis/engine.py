@@ -297,7 +297,9 @@ def _missing(inputs: DiagnosisInputs, causes: list[str]) -> list[MissingMeasurem
     out: list[MissingMeasurement] = []
     has_metrics = bool(inputs.metrics_summaries)
     top = set(causes[:4])
-    if not has_metrics and top & {"kv_capacity", "queueing", "preemption", "max_num_seqs_limit", "benchmark_methodology", "prefix_cache"}:
+    # vLLM's metrics and version decide nothing for a report about another engine
+    on_vllm = inputs.deployment.is_vllm and engine_named_in_text(inputs.text) is None
+    if on_vllm and not has_metrics and top & {"kv_capacity", "queueing", "preemption", "max_num_seqs_limit", "benchmark_methodology", "prefix_cache"}:
         out.append(
             MissingMeasurement(
                 decides=sorted(top & {"kv_capacity", "queueing", "preemption", "prefix_cache", "benchmark_methodology"}),
@@ -305,7 +307,8 @@ def _missing(inputs: DiagnosisInputs, causes: list[str]) -> list[MissingMeasurem
                 command="vllm-advisor probe watch http://HOST:8000 --duration 120 --interval 2 -o run.jsonl\nvllm-advisor ask --metrics run.jsonl ...",
             )
         )
-    if not inputs.deployment.vllm_version:
+    # the version decides a regression, and the defaults the performance model assumed
+    if on_vllm and not inputs.deployment.vllm_version and (inputs.engine is not None or top & {"version_regression", "batched_tokens_limit", "memory_config"}):
         out.append(
             MissingMeasurement(
                 decides=["version_regression", "batched_tokens_limit", "memory_config"],
