@@ -140,18 +140,18 @@ def test_validation_score_recomputed_from_the_library():
 
     The shipped weights must be what the library fits (reproducible), and the learned order must beat
     the hand-set board and a constant guess on reports it was not fitted on. Issue 15 asks for top-1
-    >= 0.70 and recall@3 >= 0.80; measured 2026-12-04 (session 7, after an audit of every label and
-    input of the library) on 183 validation reports: 0.683 / 0.738 (0.57 / 0.88 on the 7 never scored
-    before), so neither bar is reached; the floor here is the measured level less about one standard
-    error (0.034 / 0.027), a guard against regressions, and benchmarks/RESULTS.md says where it stands."""
+    >= 0.70 and recall@3 >= 0.80; measured 2026-12-04 (session 8, Chinese columns and 15 new reports)
+    on 184 validation reports: 0.712 / 0.739, so the top-1 bar is reached and recall@3 is not; the
+    floor here is the measured level less about one standard error (0.033 / 0.027), a guard against
+    regressions, and benchmarks/RESULTS.md says where it stands."""
     from vllm_advisor.cases.fit import run
 
     report = run(cache_dir=None)
     shipped = ranker.packaged_model()
     assert np.allclose(report.model.second.coef, shipped.second.coef, atol=1e-6), "the shipped weights are not what the library fits: refit with --write"
     val = report.validation["all"]
-    assert val.n >= 175
-    assert val.top1 >= 0.65 and val.recall3 >= 0.71, report.validation
+    assert val.n >= 180
+    assert val.top1 >= 0.68 and val.recall3 >= 0.71, report.validation
     assert val.top1 > report.validation_board["all"].top1
     assert val.top1 > report.validation_constant["all"].top1 + 0.3
     assert report.cv.top1 > report.cv_board.top1
