@@ -90,3 +90,12 @@ def test_the_short_answer_says_its_flags_are_vllms_for_another_engine():
     case = Path(__file__).resolve().parents[1] / "knowledge" / "cases" / "ollama-14510-qwen35-one-active-request.yaml"
     md = Session(profile=case, kb=False).answer().answer.markdown
     assert "use Ollama's equivalents" in " ".join(md.split())
+
+
+def test_drop_enforce_eager_is_said_only_to_a_user_who_set_it():
+    from vllm_advisor.schema.deployment import EngineArgs
+
+    eager = DiagnosisInputs(question="q", engine_args=EngineArgs(enforce_eager=True))
+    plain = DiagnosisInputs(question="q")
+    assert [r.change.id for r in _finding(Hypothesis("cuda_graph", score=2.0), eager).recommendations] == ["rec.cuda_graph_1"]
+    assert [r.change.id for r in _finding(Hypothesis("cuda_graph", score=2.0), plain).recommendations] == ["rec.cuda_graph_sizes"]

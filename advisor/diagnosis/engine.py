@@ -120,6 +120,8 @@ def _finding(h: Hypothesis, inputs: DiagnosisInputs) -> Finding:
     for r in recs:
         if r.flag == WEIGHT_QUANT_FLAG and weights_quantised(inputs):
             r.flag = None  # the change's words still say what bounds the speed; no flag to quantise again
+        if r.change.id == "rec.cuda_graph_1" and not inputs.engine_args.enforce_eager:
+            r.change = msg("rec.cuda_graph_sizes")  # "drop --enforce-eager" only to a user who set it
         if r.verify is None and inputs.input_len and inputs.output_len:
             conc = max((o.concurrency or 1 for o in inputs.observations), default=1)
             r.verify = BENCH.format(inp=inputs.input_len, out=inputs.output_len, conc=conc, n=max(3 * conc, 10))
