@@ -77,7 +77,7 @@ def test_chinese_answers_name_what_the_catalog_lacks_in_chinese():
     ],
 )
 def test_the_engine_a_report_is_about(text, engine):
-    from vllm_advisor.diagnosis.engine import engine_named_in_text
+    from vllm_advisor.diagnosis.report_facts import engine_named_in_text
 
     assert engine_named_in_text(text) == engine
 

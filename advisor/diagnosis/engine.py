@@ -8,7 +8,6 @@ deployment is modelled, and a command that verifies them.
 from __future__ import annotations
 
 import math
-import re
 
 from ..errors import AdvisorError
 from ..schema import Diagnosis, Finding, MissingMeasurement, Msg
@@ -19,6 +18,7 @@ from .causes import BENCH, GENERIC, WEIGHT_QUANT_FLAG
 from .config_facts import detect_config
 from .inputs import DiagnosisInputs, diagnosis_prompts
 from .measured import detect_measured
+from .report_facts import engine_named_in_text, weights_quantised
 from .physics import detect_physics
 from .text_cues import detect_cues
 
@@ -96,16 +96,6 @@ def _learned_order(board: Board, inputs: DiagnosisInputs):
         ranked.append(h)
     similar = [SimilarReport(id=n.id, url=n.url, causes=n.causes, fix=n.fix, similarity=round(n.similarity, 2)) for n in (sem.neighbours if sem else [])[:SIMILAR_SHOWN]]
     return ranked, similar, undecided(order)
-
-
-#: A checkpoint whose name says its weights are already quantised (AWQ, GPTQ, GGUF's Q4_K_M, NVFP4...).
-_QUANTISED_NAME = re.compile(r"awq|gptq|gguf|\bq[2-8](_k)?(_[msl])?\b|int[48]|w[48]a(8|16)|\bfp8\b|nvfp4|mxfp4|bnb|[48][- ]?bit|exl[23]", re.I)
-
-
-def weights_quantised(inputs: DiagnosisInputs) -> bool:
-    """The deployment's weights are already quantised (a setting, or the checkpoint's name)."""
-    dep = inputs.deployment
-    return bool(dep.quantization or inputs.engine_args.quantization or _QUANTISED_NAME.search(dep.model or ""))
 
 
 #: Severity on the board's own scale (board.py: a weight w reads as confidence 1 - exp(-w/2)):
@@ -202,32 +192,6 @@ def _quantity(value: float, unit: str):
     if unit == "ms" and value >= 10_000:
         return q(round(value / 1000), "s")
     return q(value, unit)
-
-
-#: Engines a report may name in its own words (display name, pattern). The advice is vLLM's: a user
-#: of another engine is told so in the short answer, not only in the full analysis.
-ENGINES_IN_TEXT = (
-    ("SGLang", r"\bsglang\b"),
-    ("TGI", r"text[- ]generation[- ](inference|launcher)|\btgi\b"),
-    ("LMDeploy", r"\blmdeploy\b"),
-    ("TensorRT-LLM", r"tensorrt[- _]?llm|\btrt[- _]?llm\b"),
-    ("llama.cpp", r"llama\.cpp|llama-server|llama_cpp"),
-    ("Ollama", r"\bollama\b"),
-    ("KTransformers", r"\bktransformers\b"),
-    ("MLX", r"\bmlx\b"),
-    ("LightLLM", r"\blightllm\b"),
-    ("MindIE", r"\bmindie\b"),
-)
-
-
-def engine_named_in_text(text: str) -> str | None:
-    """The other engine a report's words are about: the first one they name (None when they also
-    name vLLM, other than "not vLLM", or name none)."""
-    said = re.sub(r"(\bnot|instead of|rather than|without|不是|没有用|没用|未使用)\s*(the\s+)?vllm\b", " ", text or "", flags=re.I)
-    if re.search(r"\bvllm\b", said, re.I):  # vLLM named too: a comparison, or a front end over vLLM
-        return None
-    found = [(m.start(), name) for name, pattern in ENGINES_IN_TEXT if (m := re.search(pattern, said, re.I))]
-    return min(found)[1] if found else None  # the first one named (Ollama's "llama.cpp runner" comes after it)
 
 
 def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
