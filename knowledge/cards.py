@@ -6,6 +6,7 @@ ship inside the package, so ``kb build`` can always index them, with no network 
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 
 import yaml
@@ -80,3 +81,18 @@ def load_cards(folder: Path | None = None) -> list[SourceDocument]:
             raise SourceFileError(f"card id '{card.metadata['card_id']}' is also used by {seen[card.doc_id]}", source=card.url)
         seen[card.doc_id] = card.url
     return sorted(cards, key=lambda c: c.doc_id)
+
+
+@functools.cache
+def card_titles_zh() -> dict[str, str]:
+    """doc_id -> the card's Chinese title (front matter ``title_zh``), for the packaged cards. A
+    Chinese answer names our own cards in Chinese; other documents keep their own titles."""
+    out: dict[str, str] = {}
+    for path in sorted(CARDS_DIR.glob("*.md")):
+        try:
+            meta, _ = split_front_matter(read_source_text(path), str(path))
+        except SourceFileError:
+            continue
+        if meta.get("id") and meta.get("title_zh"):
+            out[f"card:{meta['id']}"] = str(meta["title_zh"])
+    return out

@@ -99,3 +99,23 @@ def test_drop_enforce_eager_is_said_only_to_a_user_who_set_it():
     plain = DiagnosisInputs(question="q")
     assert [r.change.id for r in _finding(Hypothesis("cuda_graph", score=2.0), eager).recommendations] == ["rec.cuda_graph_1"]
     assert [r.change.id for r in _finding(Hypothesis("cuda_graph", score=2.0), plain).recommendations] == ["rec.cuda_graph_sizes"]
+
+
+def test_every_card_has_a_chinese_title_and_chinese_answers_use_it():
+    """Our own cards are named in Chinese in a Chinese answer's sources (the review found every card
+    title in English there); other documents keep their own titles."""
+    import re as _re
+
+    from vllm_advisor.answer.embedded import source_line
+    from vllm_advisor.schema import Citation
+    from vllm_advisor_knowledge.cards import card_titles_zh, load_cards
+
+    cards = load_cards()
+    titles = card_titles_zh()
+    assert {c.doc_id for c in cards} == set(titles)
+    assert all(_re.search(r"[\u4e00-\u9fff]", t) for t in titles.values())
+    card = cards[0]
+    cite = Citation(doc_id=card.doc_id, title=card.title, url=card.url, kind="card")
+    assert titles[card.doc_id] in source_line(cite, "zh") and card.title in source_line(cite, "en")
+    doc = Citation(doc_id="doc:x", title="Optimization and Tuning", url="https://docs.vllm.ai/x", kind="doc")
+    assert "Optimization and Tuning" in source_line(doc, "zh")

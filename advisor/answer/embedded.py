@@ -388,13 +388,22 @@ def source_url(c: Citation) -> str | None:
     return upstream[0] if upstream else None
 
 
+def source_title(c: Citation, language: str) -> str:
+    """The title a reader of ``language`` sees: our own cards have a Chinese title; other documents
+    keep theirs (names, not the advisor's prose)."""
+    if c.kind == "card" and language == "zh":
+        from vllm_advisor_knowledge.cards import card_titles_zh
+
+        return card_titles_zh().get(c.doc_id, c.title)
+    return c.title
+
+
 def source_line(c: Citation, language: str) -> str:
-    """A source as a reader wants it: its kind, its title and one URL. Titles are the documents'
-    own (most are English); they are names, not the advisor's prose."""
+    """A source as a reader wants it: its kind, its title and one URL."""
     p = Punct(language)
     kind = phrase(language, f"kind_{c.kind}") if c.kind in ("card", "doc", "issue") else c.kind
     url = source_url(c)
-    return f"{kind}{p.colon}{c.title}" + (f" <{url}>" if url else "")
+    return f"{kind}{p.colon}{source_title(c, language)}" + (f" <{url}>" if url else "")
 
 
 def render_sources(sources: list[Citation], language: str) -> list[str]:
