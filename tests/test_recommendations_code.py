@@ -34,7 +34,15 @@ def test_a_quantised_checkpoint_is_not_told_to_quantise(model, quantised):
     finding = _finding(Hypothesis("decode_bandwidth", score=1.0, probability=0.5), inputs)
     flags = [r.flag for r in finding.recommendations]
     assert (WEIGHT_QUANT_FLAG in flags) is not quantised, flags
-    assert finding.recommendations, "the change's words stay"
+    changes = [r.change.id for r in finding.recommendations]
+    assert ("rec.decode_bandwidth_quantised" in changes) is quantised, changes  # words that do not ask to quantise
+
+
+@pytest.mark.parametrize(("gpu", "offered"), [("H100", True), ("RTX4090", True), ("A100", False), ("V100", False), ("Ascend-910B", False), ("T4", False)])
+def test_fp8_weights_are_not_offered_without_fp8_tensor_cores(gpu, offered):
+    inputs = DiagnosisInputs(question="Why is decode slow?", deployment=Deployment(model="meta-llama/Llama-3.1-8B", gpu=gpu))
+    flags = [r.flag for r in _finding(Hypothesis("decode_bandwidth", score=1.0, probability=0.5), inputs).recommendations]
+    assert (WEIGHT_QUANT_FLAG in flags) is offered, (gpu, flags)
 
 
 def test_severity_reads_like_the_confidence_shown():

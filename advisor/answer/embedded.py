@@ -499,8 +499,12 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
         others = [f for f in diagnosis.findings if f not in reply.findings][:SHORT_OTHERS]
         out += others_lines(others, language, lambda f: cause_title(language, f.cause))
     changes = _top_changes(diagnosis, reply.findings)
+    engine_notes = ("note.other_engine", "note.engine_named")
     if changes:
         out += [phrase(language, "h_change"), ""]
+        # whose flags these are comes before them (a report about another engine)
+        out += [f"_{render(n, language)}_" for n in diagnosis.notes if n.id.startswith(engine_notes)][:1]
+        out += [""] if any(n.id.startswith(engine_notes) for n in diagnosis.notes) else []
         for i, (f, r) in enumerate(changes, start=1):
             line = f"{i}. **{render(r.change, language).strip()}**"
             if r.flag:
@@ -512,7 +516,7 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
         out.append("")
     # (that the leading causes are undecided is said in the full analysis, beside the measurements that decide them)
     # what was set aside from the input, or left the answer without a model or sources, is said here
-    caveats = [render(n, language) for n in diagnosis.notes if n.id.startswith(("input.", "note.no_model", "note.kb_", "note.other_engine", "note.engine_named"))]
+    caveats = [render(n, language) for n in diagnosis.notes if n.id.startswith(("input.", "note.no_model", "note.kb_")) or (n.id.startswith(engine_notes) and not changes)]
     if caveats:
         out += [f"- {c}" for c in caveats] + [""]
     out += [f"_{phrase(language, 'more')}_", ""]
@@ -549,8 +553,12 @@ def _asked(inputs) -> str | None:
 
 def _top_changes(diagnosis: Diagnosis, first: list[Finding]) -> list[tuple[Finding, Recommendation]]:
     """The changes for the findings that answer the question first, those with a modelled effect
-    ahead of the rest; at most SHORT_CHANGES."""
-    order = first + [f for f in diagnosis.findings if f not in first]
+    ahead of the rest; at most SHORT_CHANGES. Other findings bring their changes only when they are
+    likely (LIKELY) or computed for this deployment: a change for a 5% finding is padding (the
+    review found one in 23 of 30 short answers)."""
+    from .question import computed
+
+    order = first + [f for f in diagnosis.findings if f not in first and (f.confidence >= LIKELY or computed(f))]
     recs: list[tuple[Finding, Recommendation]] = []
     seen: set[str] = set()
     for f in order:

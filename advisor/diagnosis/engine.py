@@ -18,7 +18,7 @@ from .causes import BENCH, GENERIC, WEIGHT_QUANT_FLAG
 from .config_facts import detect_config
 from .inputs import DiagnosisInputs, diagnosis_prompts
 from .measured import detect_measured
-from .report_facts import engine_named_in_text, weights_quantised
+from .report_facts import engine_named_in_text, fp8_weights_unsupported, weights_quantised
 from .physics import detect_physics
 from .text_cues import detect_cues
 
@@ -108,8 +108,10 @@ SEVERITY_MEDIUM = 1.0 - math.exp(-1.0)
 def _finding(h: Hypothesis, inputs: DiagnosisInputs) -> Finding:
     recs = h.recommendations + [r.model_copy(deep=True) for r in GENERIC.get(h.cause, [])]
     for r in recs:
-        if r.flag == WEIGHT_QUANT_FLAG and weights_quantised(inputs):
-            r.flag = None  # the change's words still say what bounds the speed; no flag to quantise again
+        if r.flag == WEIGHT_QUANT_FLAG and (weights_quantised(inputs) or fp8_weights_unsupported(inputs)):
+            # already quantised, or no FP8 tensor cores: no flag, and words that do not ask to quantise
+            r.flag = None
+            r.change = msg("rec.decode_bandwidth_quantised")
         if r.change.id == "rec.cuda_graph_1" and not inputs.engine_args.enforce_eager:
             r.change = msg("rec.cuda_graph_sizes")  # "drop --enforce-eager" only to a user who set it
         if r.verify is None and inputs.input_len and inputs.output_len:

@@ -24,25 +24,50 @@ def weights_quantised(inputs: DiagnosisInputs) -> bool:
 
 #: Engines a report may name in its own words (display name, pattern). The advice is vLLM's: a user
 #: of another engine is told so in the short answer, not only in the full analysis.
+#: Word edges are ASCII ones: in "引擎实为LMDeploy" a Chinese character touches the name, and \\b (which
+#: counts Chinese characters as word characters) would not see an edge there.
+_A = r"(?<![A-Za-z0-9_])"
+_Z = r"(?![A-Za-z0-9_])"
 ENGINES_IN_TEXT = (
-    ("SGLang", r"\bsglang\b"),
-    ("TGI", r"text[- ]generation[- ](inference|launcher)|\btgi\b"),
-    ("LMDeploy", r"\blmdeploy\b"),
-    ("TensorRT-LLM", r"tensorrt[- _]?llm|\btrt[- _]?llm\b"),
+    ("SGLang", _A + r"sglang" + _Z),
+    ("TGI", r"text[- ]generation[- ](inference|launcher)|" + _A + r"tgi" + _Z),
+    ("LMDeploy", _A + r"lmdeploy" + _Z),
+    ("TensorRT-LLM", r"tensorrt[- _]?llm|" + _A + r"trt[- _]?llm" + _Z),
     ("llama.cpp", r"llama\.cpp|llama-server|llama_cpp"),
-    ("Ollama", r"\bollama\b"),
-    ("KTransformers", r"\bktransformers\b"),
-    ("MLX", r"\bmlx\b"),
-    ("LightLLM", r"\blightllm\b"),
-    ("MindIE", r"\bmindie\b"),
+    ("Ollama", _A + r"ollama" + _Z),
+    ("KTransformers", _A + r"ktransformers" + _Z),
+    ("MLX", _A + r"mlx(?:[-_ ]?(?:lm|serve|cel))?" + _Z),
+    ("LightLLM", _A + r"lightllm" + _Z),
+    ("MindIE", _A + r"mindie" + _Z),
+    ("MindNLP", _A + r"mindnlp" + _Z),
+    ("Hugging Face transformers", _A + r"transformers.{0,20}(generate|pipeline)|" + _A + r"transformers\s*(推理|加载|运行|跑)|(hf|hugging ?face) transformers|model\.generate\("),
 )
 
 
 def engine_named_in_text(text: str) -> str | None:
     """The other engine a report's words are about: the first one they name (None when they also
     name vLLM, other than "not vLLM", or name none)."""
-    said = re.sub(r"(\bnot|instead of|rather than|without|不是|没有用|没用|未使用)\s*(the\s+)?vllm\b", " ", text or "", flags=re.I)
-    if re.search(r"\bvllm\b", said, re.I):  # vLLM named too: a comparison, or a front end over vLLM
+    said = re.sub(r"(\bnot|instead of|rather than|without|不是|没有用|没用|未使用|而非|非)\s*(the\s+)?vllm" + _Z, " ", text or "", flags=re.I)
+    if re.search(_A + r"vllm" + _Z, said, re.I):  # vLLM named too: a comparison, or a front end over vLLM
         return None
     found = [(m.start(), name) for name, pattern in ENGINES_IN_TEXT if (m := re.search(pattern, said, re.I))]
     return min(found)[1] if found else None  # the first one named (Ollama's "llama.cpp runner" comes after it)
+
+
+#: GPUs and NPUs without FP8 tensor cores that the catalog may not list (Volta, Turing, Ampere, older
+#: AMD Instinct, Ascend); the catalog's own entries say it with ``fp8_dense_tflops``.
+NO_FP8_NAME = re.compile(r"v100|p100|p40|\bt4\b|20[78]0|30[789]0|a100|a800|a10\b|a10g|a30\b|a40\b|a6000|910|ascend|mi50|mi100|mi210|mi250", re.I)
+
+
+def fp8_weights_unsupported(inputs: DiagnosisInputs) -> bool:
+    """The deployment's accelerator has no FP8 tensor cores, so an FP8 checkpoint would not be faster."""
+    gpu = inputs.deployment.gpu or ""
+    if not gpu:
+        return False
+    from ..errors import AdvisorError
+    from ..perf.catalog.gpus import get_gpu
+
+    try:
+        return get_gpu(gpu).fp8_dense_tflops is None
+    except AdvisorError:
+        return bool(NO_FP8_NAME.search(gpu))
