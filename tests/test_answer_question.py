@@ -97,6 +97,7 @@ ALLOWED = {
     "quantile", "seconds", "pd", "cpu", "utc", "prometheus", "advisor", "bucket", "total", "perc", "usage", "running", "waiting", "num", "requests", "model", "name", "the",
     # engines a report may be about (engine.ENGINES_IN_TEXT): product names
     "sglang", "tgi", "lmdeploy", "tensorrt", "llm", "llama", "cpp", "ollama", "ktransformers", "mlx", "lightllm", "mindie",
+    "mindnlp", "hugging", "face", "transformers", "npu", "nvidia", "intel", "gaudi", "xpu", "arc", "apple", "aws", "neuron", "tenstorrent",
 }
 CODE = re.compile(r"```.*?```|`[^`\n]*`|<https?://[^>\s]+>|https?://\S+|\[[^\]]*\]\([^)]*\)|“[^”]*”|\*\*问题:\*\*[^\n]*", re.S)
 SOURCE_TITLE = re.compile(r"(调优卡片|vLLM 文档|issue 讨论)：[^\n]*")

@@ -127,3 +127,20 @@ def test_every_card_has_a_chinese_title_and_chinese_answers_use_it():
     assert titles[card.doc_id] in source_line(cite, "zh") and card.title in source_line(cite, "en")
     doc = Citation(doc_id="doc:x", title="Optimization and Tuning", url="https://docs.vllm.ai/x", kind="doc")
     assert "Optimization and Tuning" in source_line(doc, "zh")
+
+
+@pytest.mark.parametrize(
+    ("gpu", "text", "platform"),
+    [("Ascend-910B", "slow decode", "ascend"), (None, "在 910B 上用 vllm-ascend 部署", "ascend"), (None, "On a MacBook Pro with M4 Pro and 24 GB", "apple"), ("H100", "slow decode on our NPU cluster", None), (None, "Llama 70B on 8x H100", None)],
+)
+def test_the_platform_a_report_runs_on(gpu, text, platform):
+    from vllm_advisor.diagnosis.report_facts import platform_named
+
+    assert platform_named(DiagnosisInputs(question=text, deployment=Deployment(gpu=gpu))) == platform
+
+
+def test_an_offline_run_is_not_told_to_add_api_servers():
+    offline = DiagnosisInputs(question="Offline batch inference with LLM(model=...).generate on 2 A100s is slow; GPU 40% busy")
+    served = DiagnosisInputs(question="vllm serve at 64 clients: GPU 40% busy")
+    assert [r.flag for r in _finding(Hypothesis("cpu_frontend", score=1.0), offline).recommendations] == [None]
+    assert [r.flag for r in _finding(Hypothesis("cpu_frontend", score=1.0), served).recommendations] == ["--api-server-count 4"]

@@ -499,12 +499,12 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
         others = [f for f in diagnosis.findings if f not in reply.findings][:SHORT_OTHERS]
         out += others_lines(others, language, lambda f: cause_title(language, f.cause))
     changes = _top_changes(diagnosis, reply.findings)
-    engine_notes = ("note.other_engine", "note.engine_named")
+    engine_notes = ("note.other_engine", "note.engine_named", "note.platform_named")
     if changes:
         out += [phrase(language, "h_change"), ""]
         # whose flags these are comes before them (a report about another engine)
-        out += [f"_{render(n, language)}_" for n in diagnosis.notes if n.id.startswith(engine_notes)][:1]
-        out += [""] if any(n.id.startswith(engine_notes) for n in diagnosis.notes) else []
+        for n in [n for n in diagnosis.notes if n.id.startswith(engine_notes)]:
+            out += [f"_{render(n, language)}_", ""]
         for i, (f, r) in enumerate(changes, start=1):
             line = f"{i}. **{render(r.change, language).strip()}**"
             if r.flag:

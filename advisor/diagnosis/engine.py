@@ -18,7 +18,7 @@ from .causes import BENCH, GENERIC, WEIGHT_QUANT_FLAG
 from .config_facts import detect_config
 from .inputs import DiagnosisInputs, diagnosis_prompts
 from .measured import detect_measured
-from .report_facts import engine_named_in_text, fp8_weights_unsupported, weights_quantised
+from .report_facts import engine_named_in_text, fp8_weights_unsupported, offline_run, platform_named, weights_quantised
 from .physics import detect_physics
 from .text_cues import detect_cues
 
@@ -112,6 +112,9 @@ def _finding(h: Hypothesis, inputs: DiagnosisInputs) -> Finding:
             # already quantised, or no FP8 tensor cores: no flag, and words that do not ask to quantise
             r.flag = None
             r.change = msg("rec.decode_bandwidth_quantised")
+        if r.change.id == "rec.cpu_frontend_1" and offline_run(inputs):  # no API server to scale out
+            r.flag = None
+            r.change = msg("rec.cpu_frontend_offline")
         if r.change.id == "rec.cuda_graph_1" and not inputs.engine_args.enforce_eager:
             r.change = msg("rec.cuda_graph_sizes")  # "drop --enforce-eager" only to a user who set it
         if r.verify is None and inputs.input_len and inputs.output_len:
@@ -208,6 +211,8 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
         covered += (f"engine {inputs.deployment.engine}: ",)
     elif (named := engine_named_in_text(inputs.text)) is not None:
         out.append(msg("note.engine_named", engine=named))
+    if (platform := platform_named(inputs)) is not None:
+        out.append(msg("note.platform_named", platform=msg(f"platform.{platform}")))
     if engine is not None:
         cfg = engine.config
         if cfg.version_assumed:

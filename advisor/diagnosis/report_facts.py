@@ -71,3 +71,42 @@ def fp8_weights_unsupported(inputs: DiagnosisInputs) -> bool:
         return get_gpu(gpu).fp8_dense_tflops is None
     except AdvisorError:
         return bool(NO_FP8_NAME.search(gpu))
+
+
+#: Accelerators other than NVIDIA GPUs that vLLM reaches through a plugin or its own backend (key of
+#: the message ``platform.<key>``, pattern over the GPU field and the report's words). Attention backends, CUDA graphs and FP8
+#: flags are NVIDIA's: such a user is told so before the changes.
+PLATFORMS = (
+    ("ascend", r"ascend|" + _A + r"910[abc]?\d?" + _Z + r"|vllm-ascend|" + _A + r"npu" + _Z + r"|昇腾"),
+    ("gaudi", r"gaudi|" + _A + r"hpu" + _Z),
+    ("xpu", _A + r"(xpu|arc\s?a?\d{3}|arc\s?b\d{2})" + _Z + r"|intel arc"),
+    ("apple", _A + r"m[1-4]\s?(pro|max|ultra)?" + _Z + r"(?=.{0,40}(mac|apple|unified memory))|macbook|mac studio|mac mini"),
+    ("neuron", r"inferentia|trainium|neuron"),
+    ("tenstorrent", r"tenstorrent|wormhole|blackhole"),
+)
+
+
+def platform_named(inputs: DiagnosisInputs) -> str | None:
+    """The non-NVIDIA accelerator the deployment runs on (a PLATFORMS key), from its GPU field or its
+    words (None for a GPU of the catalog, or nothing said)."""
+    from ..errors import AdvisorError
+    from ..perf.catalog.gpus import get_gpu
+
+    gpu = inputs.deployment.gpu or ""
+    try:
+        if gpu and get_gpu(gpu):
+            return None  # a GPU of the catalog (NVIDIA, AMD Instinct): the report's words do not override it
+    except AdvisorError:
+        pass
+    where = f"{gpu}\n{inputs.text}"
+    found = [(m.start(), name) for name, pattern in PLATFORMS if (m := re.search(pattern, where, re.I))]
+    return min(found)[1] if found else None
+
+
+def offline_run(inputs: DiagnosisInputs) -> bool:
+    """The report is about an offline run (``LLM.generate`` in a script), not a server: there is no
+    API server to scale out."""
+    text = inputs.text or ""
+    if inputs.deployment.serve_command or re.search(r"vllm serve|api[_ ]server|openai|http|server|服务", text, re.I):
+        return False
+    return bool(re.search(r"offline|离线|llm\.generate|" + _A + r"LLM\(", text, re.I))
