@@ -259,11 +259,16 @@ LIKELY = 0.5
 
 
 def others_lines(others: list[Finding], language: str, label) -> list[str]:
-    """The findings after the answer's own: "also contributing" for the likely ones, "also weighed,
-    less likely" for the rest (a 3% finding is not called a cause at work)."""
+    """The findings after the answer's own: "also contributing" for the likely ones and those the
+    performance model or a measurement computed for this deployment (the motivating case's queue:
+    95 of 100 clients waiting), "also weighed, less likely" for the rest (a 3% finding that rests on
+    words is not called a cause at work)."""
+    from .question import computed
+
     p = Punct(language)
     out: list[str] = []
-    for key, group in (("also_found", [f for f in others if f.confidence >= LIKELY]), ("also_weighed", [f for f in others if f.confidence < LIKELY])):
+    at_work = [f for f in others if f.confidence >= LIKELY or computed(f)]
+    for key, group in (("also_found", at_work), ("also_weighed", [f for f in others if f not in at_work])):
         if group:
             out += [f"{phrase(language, key)}{p.colon}" + p.semi.join(label(f) for f in group), ""]
     return out
