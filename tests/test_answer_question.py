@@ -151,17 +151,17 @@ def test_only_likely_or_computed_findings_are_called_contributing(seed):
     motivating case) is at work whatever the ranker's probability."""
     from vllm_advisor.answer.embedded import LIKELY
     from vllm_advisor.answer.question import computed
-    from vllm_advisor.messages import cause_title
+    from vllm_advisor.messages import cause_name
 
     result = seed.answer("为什么40并发时每个请求的生成速度减半了？")
     md = result.answer.markdown
     contributing = next((line for line in md.splitlines() if line.startswith("其他同时起作用的原因")), "")
     weighed = next((line for line in md.splitlines() if line.startswith("也考虑过、可能性较小的原因")), "")
-    shown = [f for f in result.diagnosis.findings[1:] if cause_title("zh", f.cause) in contributing + weighed]
+    shown = [f for f in result.diagnosis.findings[1:] if cause_name("zh", f.cause) in contributing + weighed]
     assert shown
     for f in shown:
         at_work = f.confidence >= LIKELY or computed(f)
-        assert (cause_title("zh", f.cause) in contributing) is at_work, (f.cause, f.confidence)
+        assert (cause_name("zh", f.cause) in contributing) is at_work, (f.cause, f.confidence)
     assert "排队" in contributing  # the queue the model computed: 95 of 100 clients waiting
 
 

@@ -502,7 +502,7 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
             out.append(f"{phrase(language, 'key_figures')}{p.colon}" + p.semi.join(render_evidence(e, language, bullet=False) for e in reply.figures))
             out.append("")
         others = [f for f in diagnosis.findings if f not in reply.findings][:SHORT_OTHERS]
-        out += others_lines(others, language, lambda f: cause_title(language, f.cause))
+        out += others_lines(others, language, lambda f: cause_name(language, f.cause))  # names: one line on a screen
     changes = _top_changes(diagnosis, reply.findings)
     engine_notes = ("note.other_engine", "note.engine_named", "note.platform_named")
     if changes:
