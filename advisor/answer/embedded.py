@@ -235,8 +235,7 @@ def render_direct(diagnosis: Diagnosis, language: str) -> list[str]:
         return [phrase(language, key), ""]
     top = diagnosis.findings[0]
     why = explanation(top, language)
-    hedge = phrase(language, "likeliest", pct=f"{round(100 * top.confidence)}%") if top.confidence < LIKELY else ""
-    para = f"{hedge}**{finding_heading(top, language)}**"
+    para = f"{likeliest(top, language)}**{finding_heading(top, language)}**"
     para += f"{p.colon}{why}" if why else p.stop
     para += markers(top.sources)
     out = [para, ""]
@@ -258,17 +257,28 @@ def render_direct(diagnosis: Diagnosis, language: str) -> list[str]:
 LIKELY = 0.5
 
 
-def others_lines(others: list[Finding], language: str, label) -> list[str]:
-    """The findings after the answer's own: "also contributing" for the likely ones and those the
-    performance model or a measurement computed for this deployment (the motivating case's queue:
-    95 of 100 clients waiting), "also weighed, less likely" for the rest (a 3% finding that rests on
-    words is not called a cause at work)."""
+def at_work(f: Finding) -> bool:
+    """The finding is said to be at work: likely (LIKELY), or computed for this deployment by the
+    performance model or a measurement (the motivating case's queue: 95 of 100 clients waiting),
+    whatever the ranker's probability. A 3% finding that rests on words is not."""
     from .question import computed
 
+    return f.confidence >= LIKELY or computed(f)
+
+
+def likeliest(f: Finding, language: str) -> str:
+    """The words that open a finding under one half: the likeliest cause at its confidence, not an
+    established one ("" at one half or more)."""
+    return phrase(language, "likeliest", pct=f"{round(100 * f.confidence)}%") if f.confidence < LIKELY else ""
+
+
+def others_lines(others: list[Finding], language: str, label) -> list[str]:
+    """The findings after the answer's own: "also contributing" for those at work (``at_work``),
+    "also weighed, less likely" for the rest."""
     p = Punct(language)
     out: list[str] = []
-    at_work = [f for f in others if f.confidence >= LIKELY or computed(f)]
-    for key, group in (("also_found", at_work), ("also_weighed", [f for f in others if f not in at_work])):
+    working = [f for f in others if at_work(f)]
+    for key, group in (("also_found", working), ("also_weighed", [f for f in others if f not in working])):
         if group:
             out += [f"{phrase(language, key)}{p.colon}" + p.semi.join(label(f) for f in group), ""]
     return out
@@ -490,9 +500,7 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
 
         for f in reply.findings:
             if f.cause not in explained:
-                # a finding under one half is the likeliest cause, not an established one: said so
-                hedge = phrase(language, "likeliest", pct=f"{round(100 * f.confidence)}%") if f.confidence < LIKELY else ""
-                out += [f"{hedge}**{cause_title(language, f.cause)}**{p.stop}" + ("" if reply.reasons else markers(cited)), ""]
+                out += [f"{likeliest(f, language)}**{cause_title(language, f.cause)}**{p.stop}" + ("" if reply.reasons else markers(cited)), ""]
                 continue
             for r in [r for r in pending if r in f.reasons]:
                 out += reason_line(r)
@@ -559,11 +567,9 @@ def _asked(inputs) -> str | None:
 def _top_changes(diagnosis: Diagnosis, first: list[Finding]) -> list[tuple[Finding, Recommendation]]:
     """The changes for the findings that answer the question first, those with a modelled effect
     ahead of the rest; at most SHORT_CHANGES. Other findings bring their changes only when they are
-    likely (LIKELY) or computed for this deployment: a change for a 5% finding is padding (the
-    review found one in 23 of 30 short answers)."""
-    from .question import computed
-
-    order = first + [f for f in diagnosis.findings if f not in first and (f.confidence >= LIKELY or computed(f))]
+    at work (``at_work``): a change for a 5% finding is padding (the review found one in 23 of 30
+    short answers)."""
+    order = first + [f for f in diagnosis.findings if f not in first and at_work(f)]
     recs: list[tuple[Finding, Recommendation]] = []
     seen: set[str] = set()
     for f in order:

@@ -206,6 +206,8 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
     out: list[Msg] = []
     engine = inputs.engine
     covered: tuple[str, ...] = ("vLLM version", "max_model_len not given")
+    # a deployment that ran although the memory model says it cannot fit: the model's estimate is wrong
+    served_not_fit = engine is not None and not engine.memory.fits and inputs.served
     if not inputs.deployment.is_vllm:
         out.append(msg("note.other_engine", engine=inputs.deployment.engine))
         covered += (f"engine {inputs.deployment.engine}: ",)
@@ -219,7 +221,7 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
             out.append(msg("note.version_assumed", version=cfg.vllm_version))
         if cfg.source_of("max_model_len") == "derived":
             out.append(msg("note.max_model_len_assumed", tokens=q(cfg.max_model_len, "tokens")))
-        if not engine.memory.fits and inputs.served:
+        if served_not_fit:
             out.append(msg("note.served_but_does_not_fit", kv=q(round(engine.memory.kv_cache_gib, 2), "GiB")))
     elif inputs.engine_error and (not inputs.deployment.model or not inputs.deployment.gpu):
         missing = "both" if not inputs.deployment.model and not inputs.deployment.gpu else "model" if not inputs.deployment.model else "gpu"
@@ -232,8 +234,8 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
     for note in skipped:  # typed by the gatherer: worded here, not copied from its English line
         out.append(msg(f"input.{note.code}", where=" ".join(x for x in (note.source or "", f"[{note.field}]" if note.field else "") if x), detail=note.detail))
     said = {note.text() for note in skipped}
-    # the memory model's own "will not start" line is replaced by note.served_but_does_not_fit when it ran
-    memory_notes = list(engine.memory.notes) if engine is not None and (engine.memory.fits or not inputs.served) else []
+    # the memory model's own "will not start" line gives way to note.served_but_does_not_fit
+    memory_notes = list(engine.memory.notes) if engine is not None and not served_not_fit else []
     texts = list(inputs.notes) + (list(engine.notes) + memory_notes if engine is not None else [])
     for text in dict.fromkeys(t.strip() for t in texts if t and t.strip()):
         if not text.startswith(covered) and text not in said:

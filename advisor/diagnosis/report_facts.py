@@ -59,18 +59,28 @@ def engine_named_in_text(text: str) -> str | None:
 NO_FP8_NAME = re.compile(r"v100|p100|p40|\bt4\b|20[78]0|30[789]0|a100|a800|a10\b|a10g|a30\b|a40\b|a6000|910|ascend|mi50|mi100|mi210|mi250", re.I)
 
 
-def fp8_weights_unsupported(inputs: DiagnosisInputs) -> bool:
-    """The deployment's accelerator has no FP8 tensor cores, so an FP8 checkpoint would not be faster."""
-    gpu = inputs.deployment.gpu or ""
-    if not gpu:
-        return False
+def catalog_gpu(inputs: DiagnosisInputs):
+    """The deployment's GPU from the catalog (the engine model's, when one was built), or None when
+    none is given or the catalog lacks it."""
+    if inputs.engine is not None:
+        return inputs.engine.gpu
+    if not inputs.deployment.gpu:
+        return None
     from ..errors import AdvisorError
     from ..perf.catalog.gpus import get_gpu
 
     try:
-        return get_gpu(gpu).fp8_dense_tflops is None
+        return get_gpu(inputs.deployment.gpu)
     except AdvisorError:
-        return bool(NO_FP8_NAME.search(gpu))
+        return None
+
+
+def fp8_weights_unsupported(inputs: DiagnosisInputs) -> bool:
+    """The deployment's accelerator has no FP8 tensor cores, so an FP8 checkpoint would not be faster."""
+    spec = catalog_gpu(inputs)
+    if spec is not None:
+        return spec.fp8_dense_tflops is None
+    return bool(NO_FP8_NAME.search(inputs.deployment.gpu or ""))
 
 
 #: Accelerators other than NVIDIA GPUs that vLLM reaches through a plugin or its own backend (key of
@@ -89,16 +99,9 @@ PLATFORMS = (
 def platform_named(inputs: DiagnosisInputs) -> str | None:
     """The non-NVIDIA accelerator the deployment runs on (a PLATFORMS key), from its GPU field or its
     words (None for a GPU of the catalog, or nothing said)."""
-    from ..errors import AdvisorError
-    from ..perf.catalog.gpus import get_gpu
-
-    gpu = inputs.deployment.gpu or ""
-    try:
-        if gpu and get_gpu(gpu):
-            return None  # a GPU of the catalog (NVIDIA, AMD Instinct): the report's words do not override it
-    except AdvisorError:
-        pass
-    where = f"{gpu}\n{inputs.text}"
+    if catalog_gpu(inputs) is not None:
+        return None  # a GPU of the catalog (NVIDIA, AMD Instinct): the report's words do not override it
+    where = f"{inputs.deployment.gpu or ''}\n{inputs.text}"
     found = [(m.start(), name) for name, pattern in PLATFORMS if (m := re.search(pattern, where, re.I))]
     return min(found)[1] if found else None
 
