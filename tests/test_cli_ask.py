@@ -80,6 +80,17 @@ def test_ask_prints_markdown(home, llama_case):
     assert not (home / "advisor.db").exists()  # --no-log
 
 
+def test_piped_ask_prints_the_markdown_itself(home, llama_case):
+    """Not a terminal (CliRunner, a pipe, a file): the Markdown as written, nothing cut at 80 columns."""
+    result = run("ask", "--profile", str(llama_case), "--no-log")
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("## ")
+    sources = [line for line in lines if line.startswith("- [")]
+    assert sources and all(line.rstrip().endswith(">") and "<http" in line for line in sources)  # one URL per source, whole
+    assert any(len(line) > 80 for line in lines)
+
+
 def test_ask_redacts_a_secret_in_the_question_and_never_logs_the_key(home, shared_dir, monkeypatch):
     monkeypatch.setenv("MY_LLM_KEY", "value-of-the-key-never-logged-42")
     case = shared_dir / "cases/dev/vllm-1026-long-prompt-blocks-decode.yaml"

@@ -197,7 +197,7 @@ def _prometheus_query(url: str | None, since: str, selector: str | None) -> dict
 
 
 def _print_answer(answer, streamed: bool) -> None:
-    """The answer as rendered Markdown. When the LLM's prose already streamed and was accepted, only
+    """The answer as Markdown: rendered on a terminal, as written when piped. When the LLM's prose already streamed and was accepted, only
     what followed it (sources, caveats) is printed; when it streamed and was rejected, the embedded
     answer follows under a line that says so."""
     from rich.markdown import Markdown
@@ -219,4 +219,10 @@ def _print_answer(answer, streamed: bool) -> None:
         console().print(Rule(answer.notes[0] if answer.notes else "the LLM's answer was not used", style="yellow"))
     from ..logs import redact_text
 
-    console().print(Markdown(redact_text(answer.markdown) or ""))
+    text = redact_text(answer.markdown) or ""
+    if not console().is_terminal:
+        # piped or redirected: the Markdown itself (as simonw/llm prints), so URLs, flags and Chinese
+        # lines are not cut at 80 columns by the renderer, and a file or a chat window renders it
+        click.echo(text.rstrip("\n"))
+        return
+    console().print(Markdown(text))
