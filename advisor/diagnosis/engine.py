@@ -219,6 +219,8 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
         cfg = engine.config
         if cfg.version_assumed:
             out.append(msg("note.version_assumed", version=cfg.vllm_version))
+        if cfg.source_of("tensor_parallel_size") == "derived":
+            out.append(msg("note.tp_assumed", tp=cfg.tensor_parallel_size, gpus=engine.num_gpus, gpu=engine.gpu.name))
         if cfg.source_of("max_model_len") == "derived":
             out.append(msg("note.max_model_len_assumed", tokens=q(cfg.max_model_len, "tokens")))
         if served_not_fit:

@@ -324,6 +324,33 @@ def _mean_of(runs: list[BenchmarkRun], attr: str) -> int | None:
     return None
 
 
+def _sharded_when_needed(dep: Deployment, args: EngineArgs, engine, needed: int | None) -> tuple[Any, EngineArgs]:
+    """Several GPUs given and no parallelism: vLLM's default is TP 1, but weights that do not fit on
+    one GPU were sharded, or nothing would have started. The smallest tensor-parallel size that
+    divides the GPUs and holds the weights is assumed (provenance "derived", said in a note), not N
+    replicas that each report 0 KV tokens (review of 30 English answers: a 61 GiB model on 2 x A100-40GB)."""
+    from ..perf.predict import build_engine_model
+
+    gpus = dep.num_gpus or 0
+    cfg = engine.config
+    if gpus < 2 or cfg.source_of("tensor_parallel_size") == "user" or args.pipeline_parallel_size or args.data_parallel_size:
+        return engine, args
+    if engine.memory.weights_gib < engine.memory.requested_gib:
+        return engine, args
+    for tp in range(2, gpus + 1):
+        if gpus % tp:
+            continue
+        sharded_args = args.model_copy(update={"tensor_parallel_size": tp})
+        try:
+            sharded = build_engine_model(dep, sharded_args, needed_model_len=needed)
+        except AdvisorError:
+            break
+        if sharded.memory.weights_gib < sharded.memory.requested_gib:
+            sharded.config.provenance["tensor_parallel_size"] = "derived"
+            return sharded, sharded_args
+    return engine, args
+
+
 def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
     """Build the engine model and predict the measured load points, when the facts allow."""
     from ..perf.calibrate import calibrate as fit
@@ -344,13 +371,15 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
 
         inputs.engine_error_field = exc.field if isinstance(exc, UnknownCatalogEntry) else None
         return
+    engine, args = _sharded_when_needed(dep, inputs.engine_args, engine, needed)
     if not engine.memory.fits and inputs.measured and engine.config.source_of("max_model_len") != "user":
         # The server ran and served these requests, so its max_model_len must have fitted the KV cache.
         fitted = max(needed or 0, min(engine.config.max_model_len, engine.memory.kv_cache_tokens))
         if fitted > 0:
-            args = inputs.engine_args.model_copy(update={"max_model_len": fitted})
             try:
-                engine = build_engine_model(dep, args, needed_model_len=needed)
+                tp_source = engine.config.source_of("tensor_parallel_size")
+                engine = build_engine_model(dep, args.model_copy(update={"max_model_len": fitted}), needed_model_len=needed)
+                engine.config.provenance["tensor_parallel_size"] = tp_source
                 engine.notes.append(
                     f"max_model_len not given and the model's default does not fit the KV cache; the server ran, so --max-model-len {fitted:,} is assumed"
                 )

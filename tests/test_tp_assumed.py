@@ -1,0 +1,32 @@
+"""Several GPUs and no parallelism given: weights that cannot fit on one GPU ran sharded. The model
+assumes the smallest tensor-parallel size that holds them and says so, instead of N replicas of TP 1
+with 0 KV tokens each (Qwen2.5-32B, 61 GiB in BF16, on 2 x A100-40GB)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from vllm_advisor.diagnosis.engine import diagnose
+from vllm_advisor.diagnosis.inputs import gather
+
+CASES = Path(__file__).resolve().parents[1] / "knowledge" / "cases"
+TWO_A100_40 = CASES / "vllm-9452-multi-lora-slower-newer-versions.yaml"
+
+
+def test_two_gpus_without_tp_are_one_tp2_engine_when_the_weights_need_both():
+    inputs = gather(profile=TWO_A100_40)
+    engine = inputs.engine
+    assert engine is not None and engine.num_gpus == 2
+    assert engine.config.tensor_parallel_size == 2 and engine.config.source_of("tensor_parallel_size") == "derived"
+    assert engine.replicas == 1 and engine.memory.kv_cache_tokens > 0
+    notes = {n.id: n for n in diagnose(inputs).notes}
+    assert "note.tp_assumed" in notes and "note.served_but_does_not_fit" not in notes
+
+
+def test_a_tp_the_user_gave_is_never_changed():
+    inputs = gather(profile=TWO_A100_40)
+    inputs.engine_args = inputs.engine_args.model_copy(update={"tensor_parallel_size": 1})
+    from vllm_advisor.diagnosis.inputs import _model
+
+    _model(inputs, calibrate=False)
+    assert inputs.engine.config.tensor_parallel_size == 1 and not inputs.engine.memory.fits
