@@ -18,6 +18,7 @@ from .causes import BENCH, GENERIC, WEIGHT_QUANT_FLAG
 from .config_facts import detect_config
 from .inputs import DiagnosisInputs, diagnosis_prompts
 from .measured import detect_measured
+from .advice_fit import fitted_changes
 from .report_facts import engine_named_in_text, fp8_weights_unsupported, offline_run, platform_named, weights_quantised
 from .physics import detect_physics
 from .text_cues import detect_cues
@@ -120,6 +121,7 @@ def _finding(h: Hypothesis, inputs: DiagnosisInputs) -> Finding:
         if r.verify is None and inputs.input_len and inputs.output_len:
             conc = max((o.concurrency or 1 for o in inputs.observations), default=1)
             r.verify = BENCH.format(inp=inputs.input_len, out=inputs.output_len, conc=conc, n=max(3 * conc, 10))
+    recs = fitted_changes(h.cause, recs, inputs)
     if h.probability is not None:
         severity = "high" if h.probability >= SEVERITY_HIGH else "medium" if h.probability >= SEVERITY_MEDIUM else "low"
     else:

@@ -1,0 +1,165 @@
+"""Does a change fit this deployment? The generic changes of a cause (causes.py) checked against what
+the deployment already is, before anyone reads them.
+
+WHY: two reviews of 60 answers found advice that contradicts the user's own setup in about one in
+three (the fp8 KV cache to a deployment that already runs it, ``--gpu-memory-utilization 0.95`` to
+one at 0.955, a TP-to-replicas swap for a model that cannot fit on one GPU, "PCIe" advice on NVLink,
+FlashInfer on a V100, ``pip install vllm==...`` to users of other engines, flags that the user's
+vLLM release does not have). Each rule reads typed inputs only (the engine arguments, the catalog's
+GPU, the performance model's memory, the version); the words of a dropped flag stay when they still
+say something true, and a change that cannot help this deployment is dropped.
+"""
+
+from __future__ import annotations
+
+import re
+
+from ..schema import Recommendation
+from ..schema.message import msg
+from .inputs import DiagnosisInputs
+from .report_facts import catalog_gpu, engine_named_in_text, platform_named, weights_quantised
+
+#: The first vLLM release that has a flag or command (conservative: a release known to have it). A
+#: deployment on an older release gets the change's words without the flag.
+FLAG_SINCE: tuple[tuple[str, tuple[int, int]], ...] = (
+    ("--api-server-count", (0, 9)),
+    ("vllm bench serve", (0, 9)),
+    ("--data-parallel-size", (0, 9)),
+    ("--attention-backend", (0, 11)),
+    ("--compilation-config", (0, 7)),
+    ("--kv-transfer-config", (0, 7)),
+    ("--quantization fp8", (0, 5)),
+    ("--kv-cache-dtype fp8", (0, 4)),
+)
+
+#: "quantised is slower than 16-bit": the unfused dequantisation path, not the memory bound.
+QUANT_SLOWER = re.compile(
+    r"(int[48]|4[- ]?bit|8[- ]?bit|awq|gptq|gguf|quantiz|quantis|w[48]a16|量化)[^。.\n]{0,80}(slower|not faster|no faster|no speed|慢|没有加速|没加速|并没有更快|反而)"
+    r"|(slower|慢)[^。.\n]{0,40}(than|比)[^。.\n]{0,20}(fp16|bf16|16[- ]?bit|原始|非量化|未量化)",
+    re.I,
+)
+
+
+def vllm_release(inputs: DiagnosisInputs) -> tuple[int, int] | None:
+    """(major, minor) of the vLLM release given, None when none is given or it does not parse."""
+    m = re.match(r"\s*v?(\d+)\.(\d+)", inputs.deployment.vllm_version or "")
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+VERSION_IN_TEXT = re.compile(r"(?<![\d.])v?(0\.\d{1,2}\.\d{1,2}(?:\.post\d)?)(?![\d.])")
+
+
+def _key(version: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", version.split(".post")[0]))
+
+
+def previous_release(inputs: DiagnosisInputs) -> str | None:
+    """The release the user compares against: the oldest one their words name below the version they
+    run (``0.21.0`` in "fast on v0.21.0, slow on v0.23.0"; ``0.5.0`` in "slower with each release,
+    0.5.0 -> 0.5.4 -> 0.6.2"); None when the words name none."""
+    current = inputs.deployment.vllm_version
+    named = {m.group(1) for m in VERSION_IN_TEXT.finditer(inputs.text or "")}
+    if not current or not named:
+        return None
+    older = [v for v in named if _key(v) < _key(current)]
+    return min(older, key=_key) if older else None
+
+
+def on_vllm(inputs: DiagnosisInputs) -> bool:
+    """The report is about vLLM itself (not another engine given or named, not a vendor plugin)."""
+    return inputs.deployment.is_vllm and engine_named_in_text(inputs.text) is None and platform_named(inputs) is None
+
+
+def _too_new(flag: str, release: tuple[int, int] | None) -> bool:
+    return release is not None and any(flag.startswith(name) or f" {name}" in flag for name, since in FLAG_SINCE if release < since)
+
+
+#: "72B", "1.5B", "550b" in a model's name: its parameter count, when the catalog lacks the model.
+PARAMS_IN_NAME = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*[bB](?![A-Za-z])")
+
+
+def _weights_fit_one_gpu(inputs: DiagnosisInputs) -> bool | None:
+    """The weights of one TP-1 replica fit one GPU's share of memory: from the performance model, or
+    for a model the catalog lacks from the parameter count in its name (2 bytes each, 1 or 0.5 when
+    the name says 8 or 4 bits); None when neither is known."""
+    e = inputs.engine
+    if e is not None:
+        return e.memory.weights_gib * e.config.tensor_parallel_size < e.memory.requested_gib
+    gpu, name = catalog_gpu(inputs), inputs.deployment.model or ""
+    m = PARAMS_IN_NAME.search(name)
+    if gpu is None or m is None:
+        return None
+    per_param = 0.5 if re.search(r"awq|gptq|int4|4[- ]?bit|q4|nvfp4|mxfp4", name, re.I) else 1.0 if re.search(r"fp8|int8|8[- ]?bit|q8", name, re.I) else 2.0
+    return float(m.group(1)) * 1e9 * per_param < 0.9 * gpu.memory_bytes
+
+
+def _nvlink(inputs: DiagnosisInputs) -> bool:
+    if inputs.deployment.interconnect:
+        return inputs.deployment.interconnect.lower() == "nvlink"
+    gpu = catalog_gpu(inputs)
+    return gpu is not None and gpu.interconnect == "nvlink"
+
+
+def _sm(inputs: DiagnosisInputs) -> float | None:
+    gpu = catalog_gpu(inputs)
+    try:
+        return float(gpu.compute_capability) if gpu is not None and gpu.compute_capability else None
+    except ValueError:
+        return None
+
+
+def fit_to_deployment(rec: Recommendation, inputs: DiagnosisInputs) -> Recommendation | None:
+    """The change as this deployment should read it, or None when it cannot help here."""
+    args, flag = inputs.engine_args, rec.flag or ""
+    change = rec.change.id
+    if flag.startswith("--kv-cache-dtype fp8") and (args.kv_cache_dtype or "").startswith("fp8"):
+        return None  # already an fp8 KV cache
+    if change == "rec.memory_config_1" and (args.gpu_memory_utilization or 0) >= 0.95:
+        rec.flag, rec.whatif = None, []  # never a value at or below one the user already runs
+    if flag.startswith("--attention-backend") and ((_sm(inputs) or 8.0) < 7.5 or (args.attention_backend or "").upper() in flag.upper()):
+        return None  # FlashInfer needs Turing or newer; or it is the backend already in use
+    if change == "rec.tp_comm_1":
+        gpus = inputs.engine.num_gpus if inputs.engine is not None else inputs.deployment.num_gpus
+        if _weights_fit_one_gpu(inputs) is False or (gpus is not None and gpus < 2):
+            return None  # one replica per GPU needs the weights on one GPU, and two GPUs
+        if _nvlink(inputs):
+            rec.change = msg("rec.tp_comm_replicas")
+    if change == "rec.kv_capacity_2" and inputs.engine is not None and inputs.input_len:
+        if inputs.input_len + (inputs.output_len or 0) > inputs.engine.memory.kv_cache_tokens:
+            return None  # one request does not fit one replica's KV cache: more replicas do not help it
+    if flag == "--quantization fp8" and inputs.engine is not None and inputs.engine.memory.weights_gib / 2 >= inputs.engine.memory.requested_gib:
+        rec.flag, rec.change = None, msg("rec.decode_bandwidth_too_big")  # even FP8 weights do not fit: 4-bit or more GPUs
+    if change in ("rec.decode_bandwidth_1", "rec.decode_bandwidth_quantised") and weights_quantised(inputs) and QUANT_SLOWER.search(inputs.text or ""):
+        rec.flag, rec.change = None, msg("rec.decode_bandwidth_dequant")
+    if change == "rec.cuda_graph_1":
+        rec.flag = None  # the change is a removal (--enforce-eager); a capture list would narrow vLLM's default
+    if change == "rec.cuda_graph_sizes":
+        rec.flag = None
+    if change == "rec.prefill_compute_1" and (args.enable_prefix_caching or (inputs.input_len is not None and inputs.input_len < 1024)):
+        rec.flag = None  # already caching prefixes, or prompts too short for a prefix to matter
+    if flag.startswith("pip install vllm") and not on_vllm(inputs):
+        rec.flag = None  # the regression is in the engine or plugin the report uses, not in vLLM's wheel
+    elif flag.startswith("pip install vllm==<previous>") and (previous := previous_release(inputs)):
+        rec.flag = f"pip install vllm=={previous}"
+    if rec.flag and _too_new(rec.flag, vllm_release(inputs)):
+        rec.flag = None
+    if rec.verify and _too_new(rec.verify, vllm_release(inputs)):
+        rec.verify = None
+    return rec
+
+
+#: What is left to do when every generic change of a cause was dropped for this deployment.
+FALLBACK = {
+    "tp_comm": Recommendation(change=msg("rec.tp_comm_link"), flag=None, verify="nvidia-smi topo -m"),
+    "kv_capacity": Recommendation(change=msg("rec.kv_capacity_room"), flag=None, verify="grep -E 'GPU KV cache size|Maximum concurrency' SERVER.log"),
+    "attention_backend": Recommendation(change=msg("rec.attention_backend_check"), flag=None),
+}
+
+
+def fitted_changes(cause: str, recs: list[Recommendation], inputs: DiagnosisInputs) -> list[Recommendation]:
+    """The changes that fit this deployment; when none is left, the cause's fallback (a check), or the
+    first change as it was, so a finding always says what to do next."""
+    kept = [fitted for r in recs if (fitted := fit_to_deployment(r.model_copy(deep=True), inputs)) is not None]
+    if kept or not recs:
+        return kept
+    return [FALLBACK[cause].model_copy(deep=True)] if cause in FALLBACK else [recs[0]]

@@ -1,0 +1,54 @@
+"""Changes checked against the deployment they are for (diagnosis/advice_fit.py), on real reports
+of the case library: nothing already set, nothing the GPU, the model's size or the user's release
+cannot take, no vLLM wheel for another engine, and the release the user compares against filled in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from vllm_advisor.diagnosis.engine import diagnose
+from vllm_advisor.diagnosis.inputs import gather
+
+CASES = Path(__file__).resolve().parents[1] / "knowledge" / "cases"
+
+
+def _changes(case: str):
+    d = diagnose(gather(profile=CASES / f"{case}.yaml"))
+    return [r for f in d.findings for r in f.recommendations]
+
+
+def _flags(case: str) -> list[str]:
+    return [r.flag for r in _changes(case) if r.flag]
+
+
+def test_no_fp8_kv_cache_for_a_deployment_that_runs_one_and_the_release_compared_against_is_named():
+    flags = _flags("vllm-47047-gemma4-mtp-v023-regression")  # kv_cache_dtype: fp8; "fast on 0.21.0"
+    assert not any(f.startswith("--kv-cache-dtype fp8") for f in flags)
+    assert "pip install vllm==0.21.0" in flags and not any("<previous>" in f for f in flags)
+
+
+def test_no_one_replica_per_gpu_for_a_model_that_cannot_fit_one_gpu():
+    for case in ("vllm-53472-nemotron-ultra-moe-backend-swap-itl", "vllm-4852-qwen15-72b-l20-tpot-48-vs-39"):
+        assert not any(f.startswith("-tp 1") for f in _flags(case)), case
+
+
+def test_no_flag_the_users_release_does_not_have():
+    flags = _flags("vllm-4852-qwen15-72b-l20-tpot-48-vs-39")  # vLLM 0.4.x
+    assert not any(name in f for f in flags for name in ("--compilation-config", "--api-server-count", "vllm bench serve", "--attention-backend"))
+
+
+def test_quantised_weights_slower_than_16_bit_get_the_kernel_not_the_bandwidth_bound():
+    ids = [r.change.id for r in _changes("chatglm6b-726-int8-weight-only-slower")]
+    assert "rec.decode_bandwidth_dequant" in ids and "rec.decode_bandwidth_1" not in ids
+
+
+@pytest.mark.parametrize("case", ["ktransformers-440-v03-bf16-vs-v02-q4", "mindnlp-1168-910b-op-dispatch-core-hopping", "qwen-843-official-docker-6x-slower-autogptq"])
+def test_no_vllm_wheel_for_a_report_about_another_engine(case):
+    assert not any(f.startswith("pip install vllm") for f in _flags(case))
+
+
+def test_a_cause_whose_changes_all_left_still_says_what_to_do():
+    d = diagnose(gather(profile=CASES / "vllm-53472-nemotron-ultra-moe-backend-swap-itl.yaml"))
+    assert all(f.recommendations for f in d.findings)
