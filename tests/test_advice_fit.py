@@ -52,3 +52,21 @@ def test_no_vllm_wheel_for_a_report_about_another_engine(case):
 def test_a_cause_whose_changes_all_left_still_says_what_to_do():
     d = diagnose(gather(profile=CASES / "vllm-53472-nemotron-ultra-moe-backend-swap-itl.yaml"))
     assert all(f.recommendations for f in d.findings)
+
+
+@pytest.mark.parametrize("case", ["qwen-1103-openai-api-demo-serial-requests", "chatglm3-735-streamlit-demo-many-users"])
+def test_a_transformers_demo_is_told_to_serve_with_a_batching_server_first(case):
+    d = diagnose(gather(profile=CASES / f"{case}.yaml"))
+    first = d.findings[0].recommendations[0]
+    assert first.change.id == "rec.serve_with_batching" and first.flag.startswith("vllm serve ")
+    assert "note.engine_named_loop" in [n.id for n in d.notes]
+
+
+def test_engines_named_in_the_words_of_a_report():
+    from vllm_advisor.diagnosis.report_facts import engine_named_in_text
+
+    assert engine_named_in_text("served with text-generation-webui and --pre_layer 30") == "text-generation-webui"
+    assert engine_named_in_text("LoRAX with 4 adapters on 2xA30") == "LoRAX"
+    assert engine_named_in_text("通过 xinference 部署 qwen") == "Xinference"
+    assert engine_named_in_text("用 transformers 4.37 加载，device_map=auto") == "Hugging Face transformers"
+    assert engine_named_in_text("vLLM 0.6 vs transformers generate") is None  # vLLM named too: a comparison

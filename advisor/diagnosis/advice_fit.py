@@ -17,7 +17,7 @@ import re
 from ..schema import Recommendation
 from ..schema.message import msg
 from .inputs import DiagnosisInputs
-from .report_facts import catalog_gpu, engine_named_in_text, platform_named, weights_quantised
+from .report_facts import HF_TRANSFORMERS, catalog_gpu, engine_named_in_text, platform_named, weights_quantised
 
 #: The first vLLM release that has a flag or command (conservative: a release known to have it). A
 #: deployment on an older release gets the change's words without the flag.
@@ -156,10 +156,25 @@ FALLBACK = {
 }
 
 
+#: Causes that a server with continuous batching removes when the report's engine has none (a
+#: transformers script or demo: one request at a time, whatever the flags).
+BATCHING_CAUSES = ("queueing", "max_num_seqs_limit", "cpu_frontend", "benchmark_methodology")
+
+
+def serve_with_batching(cause: str, inputs: DiagnosisInputs) -> Recommendation | None:
+    """For a report served by the transformers loop itself: serve the model with a batching server
+    first (the maintainers' usual answer in such threads), before any flag of one."""
+    if cause not in BATCHING_CAUSES or engine_named_in_text(inputs.text) != HF_TRANSFORMERS:
+        return None
+    return Recommendation(change=msg("rec.serve_with_batching"), flag=f"vllm serve {inputs.deployment.model or 'MODEL'}")
+
+
 def fitted_changes(cause: str, recs: list[Recommendation], inputs: DiagnosisInputs) -> list[Recommendation]:
     """The changes that fit this deployment; when none is left, the cause's fallback (a check), or the
     first change as it was, so a finding always says what to do next."""
     kept = [fitted for r in recs if (fitted := fit_to_deployment(r.model_copy(deep=True), inputs)) is not None]
+    if (first := serve_with_batching(cause, inputs)) is not None:
+        kept.insert(0, first)
     if kept or not recs:
         return kept
     return [FALLBACK[cause].model_copy(deep=True)] if cause in FALLBACK else [recs[0]]

@@ -19,7 +19,7 @@ from .config_facts import detect_config
 from .inputs import DiagnosisInputs, diagnosis_prompts
 from .measured import detect_measured
 from .advice_fit import fitted_changes
-from .report_facts import engine_named_in_text, fp8_weights_unsupported, offline_run, platform_named, weights_quantised
+from .report_facts import HF_TRANSFORMERS, engine_named_in_text, fp8_weights_unsupported, offline_run, platform_named, weights_quantised
 from .physics import detect_physics
 from .text_cues import detect_cues
 
@@ -214,7 +214,7 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
         out.append(msg("note.other_engine", engine=inputs.deployment.engine))
         covered += (f"engine {inputs.deployment.engine}: ",)
     elif (named := engine_named_in_text(inputs.text)) is not None:
-        out.append(msg("note.engine_named", engine=named))
+        out.append(msg("note.engine_named_loop" if named == HF_TRANSFORMERS else "note.engine_named", engine=named))
     if (platform := platform_named(inputs)) is not None:
         out.append(msg("note.platform_named", platform=msg(f"platform.{platform}")))
     if engine is not None:

@@ -26,6 +26,9 @@ def weights_quantised(inputs: DiagnosisInputs) -> bool:
 #: of another engine is told so in the short answer, not only in the full analysis.
 #: Word edges are ASCII ones: in "引擎实为LMDeploy" a Chinese character touches the name, and \\b (which
 #: counts Chinese characters as word characters) would not see an edge there.
+#: The display name of the Hugging Face transformers loop (demo scripts, ``model.generate``): no batching server at all.
+HF_TRANSFORMERS = "Hugging Face transformers"
+
 _A = r"(?<![A-Za-z0-9_])"
 _Z = r"(?![A-Za-z0-9_])"
 ENGINES_IN_TEXT = (
@@ -40,7 +43,15 @@ ENGINES_IN_TEXT = (
     ("LightLLM", _A + r"lightllm" + _Z),
     ("MindIE", _A + r"mindie" + _Z),
     ("MindNLP", _A + r"mindnlp" + _Z),
-    ("Hugging Face transformers", _A + r"transformers.{0,20}(generate|pipeline)|" + _A + r"transformers\s*(推理|加载|运行|跑)|(hf|hugging ?face) transformers|model\.generate\("),
+    ("Aphrodite", _A + r"aphrodite" + _Z),
+    ("text-generation-webui", r"text-generation-webui|oobabooga|" + _A + r"textgen[- _]?webui" + _Z),
+    ("LoRAX", _A + r"lorax" + _Z),
+    ("FastChat", _A + r"fastchat" + _Z),
+    ("LocalAI", _A + r"local-?ai" + _Z),
+    ("Xinference", _A + r"xinference" + _Z),
+    ("TabbyAPI", _A + r"tabby-?api" + _Z),
+    (HF_TRANSFORMERS, _A + r"transformers.{0,20}(generate|pipeline)|" + _A + r"transformers\s*(推理|加载|运行|跑|部署|v?\d+\.\d+|==)|(hf|hugging ?face) transformers|model\.generate\(|"
+     + _A + r"(AutoModelForCausalLM|from_pretrained|device_map)" + _Z + r"|(web|cli|openai_api)_demo|openai_api\.py|streamlit"),
 )
 
 
