@@ -100,7 +100,7 @@ ALLOWED = {
     "mindnlp", "hugging", "face", "transformers", "npu", "nvidia", "intel", "gaudi", "xpu", "arc", "apple", "aws", "neuron", "tenstorrent",
 }
 CODE = re.compile(r"```.*?```|`[^`\n]*`|<https?://[^>\s]+>|https?://\S+|\[[^\]]*\]\([^)]*\)|“[^”]*”|\*\*问题:\*\*[^\n]*", re.S)
-SOURCE_TITLE = re.compile(r"(调优卡片|vLLM 文档|issue 讨论)：[^\n]*")
+SOURCE_TITLE = re.compile(r"(调优要点|vLLM 文档|issue 讨论)：[^\n]*")
 
 
 def english_prose(text: str) -> list[str]:

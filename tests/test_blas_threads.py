@@ -16,10 +16,17 @@ def test_one_thread_gives_the_default_threads_numbers_on_real_vectors():
     index = packaged_index()
     stored = np.ascontiguousarray(np.vstack([index.vectors, index.symptom_vectors]), dtype=np.float32)  # the library's reports and symptoms
     queries = stored[::7]
-    default = [stored @ q for q in queries] + [stored @ queries.T]
+    default = [stored @ q for q in queries]
     with blas_threads.one_blas_thread():
-        limited = [stored @ q for q in queries] + [stored @ queries.T]
-    assert all(np.array_equal(a, b) for a, b in zip(default, limited))
+        limited = [stored @ q for q in queries]
+        limited_block = stored @ queries.T
+    assert all(np.array_equal(a, b) for a, b in zip(default, limited))  # one query at a time: bit for bit
+    # a block of queries may be split differently over threads (AMD EPYC's OpenBLAS: 4e-7 apart):
+    # the same numbers to float32 rounding, and the same nearest 20 for every query (a tie deep in the
+    # tail, 0.1600954 against 0.1600953, may swap)
+    default_block = stored @ queries.T
+    assert np.allclose(default_block, limited_block, rtol=0, atol=1e-6)
+    assert np.array_equal(np.argsort(-default_block, axis=0, kind="stable")[:20], np.argsort(-limited_block, axis=0, kind="stable")[:20])
 
 
 def test_snapshot_search_is_the_same_with_and_without_the_limit(monkeypatch):

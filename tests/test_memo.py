@@ -103,10 +103,10 @@ def test_seed_memo_in_chinese_with_facts_table_commands_and_plots(tmp_path, seed
     mem = seed_inputs.engine.memory
     assert mem.kv_cache_tokens == 327_120
     assert mem.requests_that_fit(64_000) == pytest.approx(5.11, abs=0.01)
-    assert "39.9 GiB = 327,120 tokens（20,445 个块，每块 16）" in md
+    assert "39.9 GiB = 327,120 个 token（20,445 个块，每块 16）" in md
     assert "5.11 个 64,000 token 的请求" in md
     assert "0.8.5（假定：未提供版本）" in md
-    assert row(md, "`max_num_batched_tokens`", "2,048 tokens / 步").endswith("假定（vLLM 0.8.5 的默认值；未提供版本） |")
+    assert row(md, "`max_num_batched_tokens`", "2,048 token / 步").endswith("假定（vLLM 0.8.5 的默认值；未提供版本） |")
     assert md.count("Qwen/Qwen2.5-32B-Instruct) | [配置]") == 1
 
     # Measured vs predicted, matched by load point, with units; calibrated; beyond the ceiling flagged
@@ -123,10 +123,10 @@ def test_seed_memo_in_chinese_with_facts_table_commands_and_plots(tmp_path, seed
 
     # Findings ranked by score, evidence with tags, sources numbered
     assert md.index("### 1. KV cache 只能同时容纳很少的长请求") < md.index("### 2. 测量方法本身有误导")
-    assert "- [模型估算] KV cache 容量：**327,120 tokens**（每个 token 在每张卡上 128 KiB，相当于 5.1 个请求（每个 64,000 tokens）） — 模型" in md
+    assert "- [模型估算] KV cache 容量：**327,120 个 token**（每个 token 在每张卡上 128 KiB，相当于 5.1 个请求（每个 64,000 个 token）） — 模型" in md
     assert "- [用户报告] 全服务输出吞吐（c=40）：**880 tok/s**（= 40 × 22 tok/s） — 案例文件" in md
-    assert "1. 调优卡片：KV cache capacity and waiting requests <https://docs.vllm.ai/en/latest/configuration/optimization.html>" in md
-    assert "2. 调优卡片：Benchmark methodology" in md  # cited by a finding, added to the list
+    assert "1. 调优要点：KV cache capacity and waiting requests <https://docs.vllm.ai/en/latest/configuration/optimization.html>" in md
+    assert "2. 调优要点：Benchmark methodology" in md  # cited by a finding, added to the list
     assert "来源：[1]" in md and "来源：[2]" in md
     assert "其次：测量方法本身有误导（`benchmark_methodology`，60%）。" in md
 

@@ -57,9 +57,26 @@ def test_the_label_never_reaches_the_diagnosis(tmp_path):
     raw.pop("report")
     bare = tmp_path / "bare.yaml"
     bare.write_text(yaml.safe_dump(raw, allow_unicode=True))
-    with_label = diagnose(gather(profile=case.path), with_effects=False)
+    labelled = tmp_path / "labelled.yaml"  # outside the library folder too: both see the same neighbours
+    labelled.write_text(case.path.read_text())
+    with_label = diagnose(gather(profile=labelled), with_effects=False)
     without = diagnose(gather(profile=bare), with_effects=False)
     assert [(f.cause, f.confidence) for f in with_label.findings] == [(f.cause, f.confidence) for f in without.findings]
+
+
+def test_a_library_report_is_not_its_own_neighbour(tmp_path):
+    """Asked about one of the library's own files, the answer neither votes with its labels nor shows
+    it as a report like yours; the same words elsewhere find it at similarity 1."""
+    from vllm_advisor.diagnosis.engine import diagnose
+    from vllm_advisor.diagnosis.inputs import gather
+
+    case = next(c for c in load_library() if c.case.observations)
+    own = diagnose(gather(profile=case.path), with_effects=False)
+    assert case.id not in [r.id for r in own.similar_reports]
+    copy = tmp_path / "copy.yaml"
+    copy.write_text(case.path.read_text())
+    elsewhere = diagnose(gather(profile=copy), with_effects=False)
+    assert elsewhere.similar_reports[0].id == case.id and elsewhere.similar_reports[0].similarity > 0.99
 
 
 def test_findings_follow_the_fitted_probabilities_and_show_them(shared_dir):

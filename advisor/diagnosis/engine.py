@@ -60,6 +60,21 @@ MIN_PROBABILITY_WITHOUT_EVIDENCE = 0.15
 SIMILAR_SHOWN = 3
 
 
+def library_case_id(inputs: DiagnosisInputs) -> str | None:
+    """The id of the library's own report when the case file is one of the library's files: it is
+    not its own neighbour (it would vote for its own labels and be shown as a "report like yours"
+    at similarity 1.00, as two reviews of library reports found in every answer)."""
+    from pathlib import Path
+
+    from vllm_advisor_knowledge import __file__ as knowledge_init
+
+    source = inputs.case.source if inputs.case is not None else None
+    if not source:
+        return None
+    path = Path(source).resolve()
+    return path.stem if path.parent == (Path(knowledge_init).parent / "cases").resolve() else None
+
+
 def _learned_order(board: Board, inputs: DiagnosisInputs):
     """Order the causes by the fitted ranker (ranker.py); the board's own order when no weights ship."""
     from ..schema import CAUSE_IDS, Evidence, SimilarReport
@@ -73,7 +88,7 @@ def _learned_order(board: Board, inputs: DiagnosisInputs):
     text = inputs.text
     if text.strip():
         vector, parts = embed_text(text)
-        sem = signals(vector, index, parts=parts)
+        sem = signals(vector, index, parts=parts, exclude=library_case_id(inputs))
     else:
         sem = None
     order = rank(board, sem, model, text)
@@ -103,7 +118,7 @@ def _learned_order(board: Board, inputs: DiagnosisInputs):
 #: score 4 -> 0.86 is high, 2 -> 0.63 medium. A learned probability is read on the same scale, so a
 #: finding shown at 0.9 is not called "low" because its evidence is words.
 SEVERITY_HIGH = 1.0 - math.exp(-2.0)
-SEVERITY_MEDIUM = 1.0 - math.exp(-1.0)
+SEVERITY_MEDIUM = 0.5  # the answer's own line between 'also contributing' and 'less likely' (embedded.LIKELY)
 
 
 def _finding(h: Hypothesis, inputs: DiagnosisInputs) -> Finding:
