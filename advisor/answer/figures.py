@@ -120,6 +120,10 @@ def collect_figures(inputs) -> Figures:
 
     engine = getattr(inputs, "engine", None)
     memory = getattr(engine, "memory", None) if engine is not None else None
+    if memory is not None and not memory.fits and getattr(inputs, "served", False):
+        # it ran, so the memory model's weights are wrong for it (offloaded experts, a quantised file
+        # read as BF16): its "0 KV tokens" would be printed only to be retracted by the note that says so
+        memory = None
     if memory is not None:
         basis = memory.basis or {}
 
