@@ -370,7 +370,7 @@ PROSE = (
 
 
 async def test_llm_answer_streams_then_ends_in_sources(monkeypatch):
-    httpd, url = openai_server(PROSE, chunk_pause_s=0.05)
+    httpd, url = openai_server(PROSE, chunk_pause_s=0.25)
     monkeypatch.setenv("OPENAI_API_KEY", "sk-test-1234567890abcdef")
     app, notes = make_app(profile=SEED, llm=LLMSettings(base_url=url))
     try:
