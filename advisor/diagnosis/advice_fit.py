@@ -17,7 +17,10 @@ import re
 from ..schema import Recommendation
 from ..schema.message import msg
 from .inputs import DiagnosisInputs
-from .report_facts import HF_TRANSFORMERS, catalog_gpu, engine_named_in_text, platform_named, weights_quantised
+from .causes import WEIGHT_QUANT_FLAG
+from .report_facts import (
+    HF_TRANSFORMERS, catalog_gpu, engine_named_in_text, fp8_weights_unsupported, offline_run, platform_named, weights_quantised,
+)
 
 #: The first vLLM release that has a flag or command (conservative: a release known to have it). A
 #: deployment on an older release gets the change's words without the flag.
@@ -78,14 +81,14 @@ def _too_new(flag: str, release: tuple[int, int] | None) -> bool:
 PARAMS_IN_NAME = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)\s*[bB](?![A-Za-z])")
 
 
-def _weights_fit_one_gpu(inputs: DiagnosisInputs) -> bool | None:
+def _weights_fit_one_gpu(inputs: DiagnosisInputs, gpu) -> bool | None:
     """The weights of one TP-1 replica fit one GPU's share of memory: from the performance model, or
     for a model the catalog lacks from the parameter count in its name (2 bytes each, 1 or 0.5 when
-    the name says 8 or 4 bits); None when neither is known."""
+    the name says 8 or 4 bits); None when neither is known. ``gpu``: the catalog's GPU, or None."""
     e = inputs.engine
     if e is not None:
         return e.memory.weights_gib * e.config.tensor_parallel_size < e.memory.requested_gib
-    gpu, name = catalog_gpu(inputs), inputs.deployment.model or ""
+    name = inputs.deployment.model or ""
     m = PARAMS_IN_NAME.search(name)
     if gpu is None or m is None:
         return None
@@ -93,36 +96,47 @@ def _weights_fit_one_gpu(inputs: DiagnosisInputs) -> bool | None:
     return float(m.group(1)) * 1e9 * per_param < 0.9 * gpu.memory_bytes
 
 
-def _nvlink(inputs: DiagnosisInputs) -> bool:
+def _nvlink(inputs: DiagnosisInputs, gpu) -> bool:
     if inputs.deployment.interconnect:
         return inputs.deployment.interconnect.lower() == "nvlink"
-    gpu = catalog_gpu(inputs)
     return gpu is not None and gpu.interconnect == "nvlink"
 
 
-def _sm(inputs: DiagnosisInputs) -> float | None:
-    gpu = catalog_gpu(inputs)
+def _sm(gpu) -> float | None:
     try:
         return float(gpu.compute_capability) if gpu is not None and gpu.compute_capability else None
     except ValueError:
         return None
 
 
+def _reworded(rec: Recommendation, inputs: DiagnosisInputs) -> None:
+    """Changes whose words depend on the deployment, before the rules below read them."""
+    if rec.flag == WEIGHT_QUANT_FLAG and (weights_quantised(inputs) or fp8_weights_unsupported(inputs)):
+        # already quantised, or no FP8 tensor cores: no flag, and words that do not ask to quantise
+        rec.flag, rec.change = None, msg("rec.decode_bandwidth_quantised")
+    if rec.change.id == "rec.cpu_frontend_1" and offline_run(inputs):  # no API server to scale out
+        rec.flag, rec.change = None, msg("rec.cpu_frontend_offline")
+    if rec.change.id == "rec.cuda_graph_1" and not inputs.engine_args.enforce_eager:
+        rec.change = msg("rec.cuda_graph_sizes")  # "drop --enforce-eager" only to a user who set it
+
+
 def fit_to_deployment(rec: Recommendation, inputs: DiagnosisInputs) -> Recommendation | None:
     """The change as this deployment should read it, or None when it cannot help here."""
+    _reworded(rec, inputs)
     args, flag = inputs.engine_args, rec.flag or ""
     change = rec.change.id
+    gpu, release = catalog_gpu(inputs), vllm_release(inputs)
     if flag.startswith("--kv-cache-dtype fp8") and (args.kv_cache_dtype or "").startswith("fp8"):
         return None  # already an fp8 KV cache
     if change == "rec.memory_config_1" and (args.gpu_memory_utilization or 0) >= 0.95:
         rec.flag, rec.whatif = None, []  # never a value at or below one the user already runs
-    if flag.startswith("--attention-backend") and ((_sm(inputs) or 8.0) < 7.5 or (args.attention_backend or "").upper() in flag.upper()):
+    if flag.startswith("--attention-backend") and ((_sm(gpu) or 8.0) < 7.5 or (args.attention_backend or "").upper() in flag.upper()):
         return None  # FlashInfer needs Turing or newer; or it is the backend already in use
     if change == "rec.tp_comm_1":
         gpus = inputs.engine.num_gpus if inputs.engine is not None else inputs.deployment.num_gpus
-        if _weights_fit_one_gpu(inputs) is False or (gpus is not None and gpus < 2):
+        if _weights_fit_one_gpu(inputs, gpu) is False or (gpus is not None and gpus < 2):
             return None  # one replica per GPU needs the weights on one GPU, and two GPUs
-        if _nvlink(inputs):
+        if _nvlink(inputs, gpu):
             rec.change = msg("rec.tp_comm_replicas")
     if change == "rec.kv_capacity_2" and inputs.engine is not None and inputs.input_len:
         if inputs.input_len + (inputs.output_len or 0) > inputs.engine.memory.kv_cache_tokens:
@@ -141,9 +155,9 @@ def fit_to_deployment(rec: Recommendation, inputs: DiagnosisInputs) -> Recommend
         rec.flag = None  # the regression is in the engine or plugin the report uses, not in vLLM's wheel
     elif flag.startswith("pip install vllm==<previous>") and (previous := previous_release(inputs)):
         rec.flag = f"pip install vllm=={previous}"
-    if rec.flag and _too_new(rec.flag, vllm_release(inputs)):
+    if rec.flag and _too_new(rec.flag, release):
         rec.flag = None
-    if rec.verify and _too_new(rec.verify, vllm_release(inputs)):
+    if rec.verify and _too_new(rec.verify, release):
         rec.verify = None
     return rec
 
@@ -177,4 +191,8 @@ def fitted_changes(cause: str, recs: list[Recommendation], inputs: DiagnosisInpu
         kept.insert(0, first)
     if kept or not recs:
         return kept
-    return [FALLBACK[cause].model_copy(deep=True)] if cause in FALLBACK else [recs[0]]
+    if cause in FALLBACK:
+        return [FALLBACK[cause].model_copy(deep=True)]
+    first = recs[0].model_copy(deep=True)
+    _reworded(first, inputs)
+    return [first]

@@ -14,12 +14,12 @@ from ..schema import Diagnosis, Finding, MissingMeasurement, Msg
 from ..schema.finding import Fact
 from ..schema.message import msg, q
 from .board import Board, Hypothesis
-from .causes import BENCH, GENERIC, WEIGHT_QUANT_FLAG
+from .causes import BENCH, GENERIC
 from .config_facts import detect_config
 from .inputs import DiagnosisInputs, diagnosis_prompts
 from .measured import detect_measured
 from .advice_fit import fitted_changes
-from .report_facts import HF_TRANSFORMERS, engine_named_in_text, fp8_weights_unsupported, offline_run, platform_named, weights_quantised
+from .report_facts import HF_TRANSFORMERS, engine_named_in_text, platform_named
 from .physics import detect_physics
 from .text_cues import detect_cues
 
@@ -124,15 +124,6 @@ SEVERITY_MEDIUM = 0.5  # the answer's own line between 'also contributing' and '
 def _finding(h: Hypothesis, inputs: DiagnosisInputs) -> Finding:
     recs = h.recommendations + [r.model_copy(deep=True) for r in GENERIC.get(h.cause, [])]
     for r in recs:
-        if r.flag == WEIGHT_QUANT_FLAG and (weights_quantised(inputs) or fp8_weights_unsupported(inputs)):
-            # already quantised, or no FP8 tensor cores: no flag, and words that do not ask to quantise
-            r.flag = None
-            r.change = msg("rec.decode_bandwidth_quantised")
-        if r.change.id == "rec.cpu_frontend_1" and offline_run(inputs):  # no API server to scale out
-            r.flag = None
-            r.change = msg("rec.cpu_frontend_offline")
-        if r.change.id == "rec.cuda_graph_1" and not inputs.engine_args.enforce_eager:
-            r.change = msg("rec.cuda_graph_sizes")  # "drop --enforce-eager" only to a user who set it
         if r.verify is None and inputs.input_len and inputs.output_len:
             conc = max((o.concurrency or 1 for o in inputs.observations), default=1)
             r.verify = BENCH.format(inp=inputs.input_len, out=inputs.output_len, conc=conc, n=max(3 * conc, 10))
@@ -239,7 +230,9 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
         if cfg.source_of("tensor_parallel_size") == "derived":
             out.append(msg("note.tp_assumed", tp=cfg.tensor_parallel_size, gpus=engine.num_gpus, gpu=engine.gpu.name))
         if cfg.source_of("max_model_len") == "derived":
-            out.append(msg("note.max_model_len_assumed", tokens=q(cfg.max_model_len, "tokens")))
+            # raised to the workload's requests, or lowered to what the KV cache holds because the server ran
+            served = cfg.max_model_len < (engine.model.max_position_embeddings or 0)
+            out.append(msg("note.max_model_len_served" if served else "note.max_model_len_assumed", tokens=q(cfg.max_model_len, "tokens")))
         if served_not_fit:
             out.append(msg("note.served_but_does_not_fit", kv=q(round(engine.memory.kv_cache_gib, 2), "GiB")))
     elif inputs.engine_error and (not inputs.deployment.model or not inputs.deployment.gpu):

@@ -342,11 +342,10 @@ def _sharded_when_needed(dep: Deployment, args: EngineArgs, engine, needed: int 
             continue
         sharded_args = args.model_copy(update={"tensor_parallel_size": tp})
         try:
-            sharded = build_engine_model(dep, sharded_args, needed_model_len=needed)
+            sharded = build_engine_model(dep, sharded_args, needed_model_len=needed, derived=("tensor_parallel_size",))
         except AdvisorError:
             break
         if sharded.memory.weights_gib < sharded.memory.requested_gib:
-            sharded.config.provenance["tensor_parallel_size"] = "derived"
             return sharded, sharded_args
     return engine, args
 
@@ -377,12 +376,8 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
         fitted = max(needed or 0, min(engine.config.max_model_len, engine.memory.kv_cache_tokens))
         if fitted > 0:
             try:
-                tp_source = engine.config.source_of("tensor_parallel_size")
-                engine = build_engine_model(dep, args.model_copy(update={"max_model_len": fitted}), needed_model_len=needed)
-                engine.config.provenance["tensor_parallel_size"] = tp_source
-                engine.notes.append(
-                    f"max_model_len not given and the model's default does not fit the KV cache; the server ran, so --max-model-len {fitted:,} is assumed"
-                )
+                derived = ("max_model_len", *(k for k, v in engine.config.provenance.items() if v == "derived" and k != "max_model_len"))
+                engine = build_engine_model(dep, args.model_copy(update={"max_model_len": fitted}), needed_model_len=needed, derived=derived)
             except AdvisorError:
                 pass
     inputs.engine = engine

@@ -64,12 +64,17 @@ def build_engine_model(
     efficiency: Efficiency | None = None,
     memory_params: MemoryParams | None = None,
     needed_model_len: int | None = None,
+    derived: tuple[str, ...] = (),
 ) -> EngineModel:
     """Resolve catalogs, defaults, memory and step time for one deployment.
 
     ``needed_model_len`` is the longest request of the workload (prompt + output). When the user did
     not set ``max_model_len`` and the model's default is shorter, the served requests prove the real
     server ran with a longer one: it is raised to that length, and a note says so.
+
+    ``derived`` names engine arguments in ``engine_args`` that the advisor filled in itself (a
+    tensor-parallel size the weights need, a max_model_len the served requests prove): their
+    provenance is "derived", so no reader is told they are the user's own settings.
     """
     model_name = engine_args.model or deployment.model
     if not model_name:
@@ -87,6 +92,7 @@ def build_engine_model(
         model_max_len=model.max_position_embeddings,
         model_dtype=dtype or "bfloat16",
     )
+    cfg.provenance.update(dict.fromkeys(derived, "derived"))
     notes = list(cfg.notes)
     if needed_model_len and cfg.max_model_len < needed_model_len and cfg.source_of("max_model_len") != "user":
         notes.append(
