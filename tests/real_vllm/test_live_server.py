@@ -159,7 +159,7 @@ def _finished_requests(server) -> float:
 def test_ctrl_c_keeps_finished_requests(server, tmp_path):
     out = tmp_path / "interrupted.jsonl"
     before = _finished_requests(server)
-    proc = subprocess.Popen([ADVISOR, "probe", "bench", server.base_url, "--input-len", "1000", "--output-len", "64",
+    proc = subprocess.Popen([ADVISOR, "probe", "bench", server.base_url, "--input-len", "600", "--output-len", "64",
                              "--concurrency", "1", "--num-prompts", "200", "-o", str(out)],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             env={**os.environ, "VLLM_ADVISOR_HOME": ADVISOR_HOME})
@@ -185,12 +185,12 @@ def test_ctrl_c_keeps_finished_requests(server, tmp_path):
 
 def test_ask_with_the_server_as_llm_falls_back_with_a_note(server, long_input_result):
     """The tiny model writes gibberish: the answer must be the embedded one, with a note saying why.
-    (No output cap is sent, so random weights mostly write until the deadline: 20 s, not 60, is
+    (No output cap is sent, so random weights mostly write until the deadline: 12 s, not 60, is
     enough to see the streamed text set aside; a chance end-of-text gives the citation check.)"""
     out, _ = long_input_result
     t0 = time.monotonic()
     data = advisor_json("ask", "--attach", str(out), "--no-log", "--llm-base-url", f"{server.base_url}/v1",
-                        "--llm-timeout", "20", "Why is TTFT higher at 8 concurrent requests?")
+                        "--llm-timeout", "12", "Why is TTFT higher at 8 concurrent requests?")
     assert data["findings"] and data["sources"]
     if data["llm_used"]:
         # random weights can, rarely, emit a marker like "[1]" by chance: then it must resolve
@@ -216,7 +216,7 @@ def test_prometheus_scraping_the_server_feeds_probe_prom_and_ask(server, long_in
         prom.wait_for_targets_up(job="vllm", count=1)
         time.sleep(2.5)  # a few scrapes of the idle server: the "before" of the window
         out = tmp_path / "prom-bench.jsonl"
-        advisor_json("probe", "bench", server.base_url, "--input-len", "1500", "--output-len", "32",
+        advisor_json("probe", "bench", server.base_url, "--input-len", "1000", "--output-len", "32",
                      "--concurrency", "4", "--num-prompts", "8", "-o", str(out))
         time.sleep(2.5)  # let Prometheus scrape the finished state
         run = load_runs(out)[0]
@@ -231,5 +231,5 @@ def test_prometheus_scraping_the_server_feeds_probe_prom_and_ask(server, long_in
     # the window covers every request this module has sent since Prometheus started: this run's 8
     assert all(f == 8 for f in finished), finished
     prompt = sum(s["delta"] or 0 for s in fleet["fleet"]["series"] if s["family"] == "vllm:prompt_tokens")
-    assert prompt == run.total_input_tokens == 8 * 1500
+    assert prompt == run.total_input_tokens == 8 * 1000
     assert ask["findings"] is not None and not any("error" in n.lower() for n in ask["notes"])
