@@ -71,3 +71,22 @@ def test_engines_named_in_the_words_of_a_report():
     assert engine_named_in_text("通过 xinference 部署 qwen") == "Xinference"
     assert engine_named_in_text("用 transformers 4.37 加载，device_map=auto") == "Hugging Face transformers"
     assert engine_named_in_text("vLLM 0.6 vs transformers generate") is None  # vLLM named too: a comparison
+
+
+def test_no_memory_fraction_at_or_below_one_the_reports_words_give():
+    """The serve command gave none, the notes say 0.9555: 0.95 is not offered, the words stay."""
+    changes = [r for r in _changes("vllm-52520-align-mode-pool-at-ceiling-reprefill") if r.change.id == "rec.memory_config_1"]
+    assert changes and not any(r.flag and "--gpu-memory-utilization" in r.flag for r in changes)
+
+
+def test_the_memory_fraction_in_words_is_read_as_a_number():
+    from vllm_advisor.diagnosis.advice_fit import memory_fraction_in_use
+    from vllm_advisor.diagnosis.inputs import DiagnosisInputs
+
+    def said(text: str) -> float | None:
+        return memory_fraction_in_use(DiagnosisInputs(question=text))
+
+    assert said("we run gpu_memory_utilization 0.9555 and it still OOMs") == 0.9555
+    assert said("--mem-fraction-static 0.82 vs --gpu-memory-utilization=0.95") == 0.95
+    assert said("raised gpu-memory-utilization from 0.9 to 0.95") is None  # a change asked about, not the value in use
+    assert said("no memory settings mentioned") is None

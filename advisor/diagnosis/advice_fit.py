@@ -43,6 +43,19 @@ QUANT_SLOWER = re.compile(
 )
 
 
+#: A memory fraction the report's words give ("gpu_memory_utilization 0.9555", "--mem-fraction-static 0.95").
+MEMORY_FRACTION_IN_TEXT = re.compile(r"(?:gpu[-_ ]memory[-_ ]utili[sz]ation|mem[-_]fraction[-_]static)\D{0,4}(0?\.\d+|1\.0*(?!\d))", re.I)
+
+
+def memory_fraction_in_use(inputs: DiagnosisInputs) -> float | None:
+    """The highest GPU memory fraction the deployment is known to run at: the engine argument, or a
+    value the report's words give when the serve command did not (a reviewer found 0.95 offered to a
+    user whose notes said 0.9555)."""
+    said = [float(m.group(1)) for m in MEMORY_FRACTION_IN_TEXT.finditer(inputs.text or "")]
+    values = [v for v in (inputs.engine_args.gpu_memory_utilization, *said) if v is not None and 0 < v <= 1]
+    return max(values) if values else None
+
+
 def vllm_release(inputs: DiagnosisInputs) -> tuple[int, int] | None:
     """(major, minor) of the vLLM release given, None when none is given or it does not parse."""
     m = re.match(r"\s*v?(\d+)\.(\d+)", inputs.deployment.vllm_version or "")
@@ -128,7 +141,7 @@ def fit_to_deployment(rec: Recommendation, inputs: DiagnosisInputs) -> Recommend
     gpu, release = catalog_gpu(inputs), vllm_release(inputs)
     if flag.startswith("--kv-cache-dtype fp8") and (args.kv_cache_dtype or "").startswith("fp8"):
         return None  # already an fp8 KV cache
-    if change == "rec.memory_config_1" and (args.gpu_memory_utilization or 0) >= 0.95:
+    if change == "rec.memory_config_1" and (memory_fraction_in_use(inputs) or 0) >= 0.95:
         rec.flag, rec.whatif = None, []  # never a value at or below one the user already runs
     if flag.startswith("--attention-backend") and ((_sm(gpu) or 8.0) < 7.5 or (args.attention_backend or "").upper() in flag.upper()):
         return None  # FlashInfer needs Turing or newer; or it is the backend already in use
