@@ -376,7 +376,7 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
         fitted = max(needed or 0, min(engine.config.max_model_len, engine.memory.kv_cache_tokens))
         if fitted > 0:
             try:
-                derived = ("max_model_len", *(k for k, v in engine.config.provenance.items() if v == "derived" and k != "max_model_len"))
+                derived = ("max_model_len", *(k for k, v in engine.config.provenance.items() if v == "derived"))
                 engine = build_engine_model(dep, args.model_copy(update={"max_model_len": fitted}), needed_model_len=needed, derived=derived)
             except AdvisorError:
                 pass

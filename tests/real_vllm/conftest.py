@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from .server import PRESSURE_BLOCKS, VllmServer, installed
+from .server import PRESSURE_BLOCKS, PRESSURE_MAX_MODEL_LEN, VllmServer, installed
 
 ENABLED = os.environ.get("VLLM_ADVISOR_REAL") == "1"
 ADVISOR = str(Path(sys.executable).parent / "vllm-advisor")
@@ -57,7 +57,7 @@ def advisor_json(*args: str, timeout: float = 300) -> dict:
 #: whose KV cache holds two requests of the pressure test (test_kv_pressure.py).
 SERVERS = {
     "server": dict(extra_args=[]),
-    "pressure_server": dict(extra_args=["--num-gpu-blocks-override", str(PRESSURE_BLOCKS), "--max-num-seqs", "8"], max_model_len=4096),
+    "pressure_server": dict(extra_args=["--num-gpu-blocks-override", str(PRESSURE_BLOCKS), "--max-num-seqs", "8"], max_model_len=PRESSURE_MAX_MODEL_LEN),
 }
 
 

@@ -39,10 +39,13 @@ def serving_dtype(cpuinfo: Path = Path("/proc/cpuinfo")) -> str:
 
 
 DTYPE = serving_dtype()
-#: KV blocks (of 128 tokens) of the pressure test's server: vLLM keeps one as its null block, so
-#: 32 hold requests: 4,096 tokens, two of the test's requests (vLLM refuses to start when
-#: max_model_len 4,096 does not fit the usable blocks)
+#: tokens per KV block (vLLM's CPU default)
+BLOCK_TOKENS = 128
+#: KV blocks of the pressure test's server: vLLM keeps one as its null block, so 32 hold requests:
+#: 4,096 tokens, two of the test's requests
 PRESSURE_BLOCKS = 33
+#: the longest request the usable blocks hold (vLLM refuses to start with a longer max_model_len)
+PRESSURE_MAX_MODEL_LEN = (PRESSURE_BLOCKS - 1) * BLOCK_TOKENS
 
 
 def installed() -> str | None:
@@ -78,7 +81,8 @@ def server_env(kv_cache_gib: int = 1) -> dict[str, str]:
 
 @dataclass
 class VllmServer:
-    """``vllm serve`` of the tiny model with random weights; use as a context manager."""
+    """``vllm serve`` of the tiny model with random weights: ``launch()``, then ``wait_healthy()``
+    (which launches it if nobody did), then ``stop()``."""
 
     log_path: Path
     extra_args: list[str] = field(default_factory=list)
@@ -138,9 +142,6 @@ class VllmServer:
         self.stop()
         raise RuntimeError(f"vllm serve not healthy within {timeout_s:.0f} s:\n{self.log_tail()}")
 
-    def start(self, timeout_s: float = 240.0) -> "VllmServer":
-        return self.launch().wait_healthy(timeout_s)
-
     def stop(self, timeout_s: float = 30.0) -> None:
         """SIGTERM the server's process group, SIGKILL it if it is still there after ``timeout_s``."""
         if self.process is None or self.process.poll() is not None:
@@ -164,9 +165,3 @@ class VllmServer:
             return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
         except OSError:
             return "(no log)"
-
-    def __enter__(self) -> "VllmServer":
-        return self.start()
-
-    def __exit__(self, *exc) -> None:
-        self.stop()
