@@ -44,6 +44,29 @@ def test_every_reporting_command_takes_json():
     assert missing == []
 
 
+def test_top_level_help_lists_the_commands_own_summaries_without_importing_them():
+    """`vllm-advisor --help` writes the commands' list from main.COMMANDS: the same lines click writes
+    from each command's own help, with none of the commands' modules loaded to write them."""
+    import inspect
+
+    from vllm_advisor.cli.main import COMMANDS, LazyCommands
+
+    for name, (_module, _attr, summary) in COMMANDS.items():
+        own = inspect.cleandoc(cli.commands[name].help or "").split("\n\n")[0]
+        assert summary == " ".join(own.split()), name
+    for width in (60, 80, 200):
+        ctx = click.Context(cli, terminal_width=width)
+        ours, clicks = ctx.make_formatter(), ctx.make_formatter()
+        cli.format_commands(ctx, ours)
+        click.Group.format_commands(cli, ctx, clicks)
+        assert ours.getvalue() == clicks.getvalue()
+    group = type(cli)(name="vllm-advisor")
+    group.commands = LazyCommands(COMMANDS)
+    text = CliRunner().invoke(group, ["--help"]).output
+    assert all(f"  {name} " in text for name in COMMANDS)
+    assert dict.__len__(group.commands) == 0  # listed without importing a command
+
+
 def _command(path):
     cmd = cli
     for name in path:

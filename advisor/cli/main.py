@@ -65,6 +65,17 @@ class AdvisorGroup(click.Group):
             sys.exit(EXIT_INTERNAL)
         sys.exit(rv if isinstance(rv, int) else 0)
 
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The commands' list in ``--help``, from ``COMMANDS``' summaries: the same lines click writes
+        from each command's help, without importing every command's module to read it."""
+        if not isinstance(self.commands, LazyCommands):
+            return super().format_commands(ctx, formatter)
+        names = sorted(COMMANDS)
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows = [(n, click.utils.make_default_short_help(COMMANDS[n][2], limit)) for n in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
 
 @click.group(cls=AdvisorGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="vllm-advisor", prog_name="vllm-advisor")
@@ -77,19 +88,22 @@ def cli() -> None:
     """
 
 
-#: Sub-commands by name: module (relative to this package) and attribute. Each module is imported
-#: when its command runs, not when the CLI starts: `ask` no longer pays for importing `estimate`,
-#: `probe`, `validate`... (0.5 s of imports, measured with ``python -X importtime``; issue 17).
+#: Sub-commands by name: module (relative to this package), attribute, and the first paragraph of the
+#: command's help. Each module is imported when its command runs, not when the CLI starts: `ask` no
+#: longer pays for importing `estimate`, `probe`, `validate`... (0.5 s of imports, measured with
+#: ``python -X importtime``; issue 17). The help's first paragraph is kept here so that
+#: ``vllm-advisor --help`` lists the commands without importing any of them (1.2 s -> 0.2 s on the
+#: 2-core EPYC; ``tests/test_cli.py`` checks these lines against the commands' own help).
 COMMANDS = {
-    "probe": ("probe", "probe"),
-    "estimate": ("estimate", "estimate"),
-    "catalog": ("estimate", "catalog"),
-    "kb": ("kb", "kb"),
-    "ask": ("ask", "ask"),
-    "memo": ("memo", "memo"),
-    "logs": ("logs", "logs"),
-    "chat": ("chat", "chat"),
-    "validate": ("validate", "validate"),
+    "probe": ("probe", "probe", "Read benchmark files, /metrics, server logs and serve commands."),
+    "estimate": ("estimate", "estimate", "Predict KV capacity and every load point of a deployment, measured and predicted side by side."),
+    "catalog": ("estimate", "catalog", "List the models and GPUs the performance model knows."),
+    "kb": ("kb", "kb", "The knowledge base: our tuning cards, vLLM's docs and GitHub issue threads, searchable in English and Chinese."),
+    "ask": ("ask", "ask", "Answer QUESTION about a slow vLLM deployment: causes ranked with evidence, changes with predicted effects, and numbered sources."),
+    "memo": ("memo", "memo", "Write a tuning memo for a case: summary, deployment facts, measured vs predicted per load point, ranked findings with evidence, changes with predicted effects and commands, a verification plan, plots and sources."),
+    "logs": ("logs", "logs", "Earlier runs (question, answer, findings, sources), kept in a local SQLite file: $VLLM_ADVISOR_HOME/advisor.db, else $XDG_DATA_HOME/vllm-advisor/advisor.db (~/.local/share/vllm-advisor/advisor.db). Secrets are never stored."),
+    "chat": ("chat", "chat", "Talk to the advisor about your deployment: questions and answers with sources, evidence attached as you go (/attach, /profile, /serve-cmd, /probe), the model's tables (/estimate, /whatif) and the memo (/memo). F1 lists every command and key."),
+    "validate": ("validate", "validate", "Re-predict every load point of real-vLLM runs (benchmarks/gpu/vllm_e2e.py) and print predicted vs measured per figure, with the error and its sign."),
 }
 
 
@@ -97,7 +111,7 @@ class LazyCommands(dict):
     """The group's ``commands`` dict, filled on first use of each name: click reads one command
     (``get``) to run it, and all of them (iteration) only to list them in ``--help``."""
 
-    def __init__(self, specs: dict[str, tuple[str, str]]) -> None:
+    def __init__(self, specs: dict[str, tuple[str, str, str]]) -> None:
         super().__init__()
         self._specs = specs
 
@@ -105,7 +119,7 @@ class LazyCommands(dict):
         if name in self._specs and not dict.__contains__(self, name):
             import importlib
 
-            module, attr = self._specs[name]
+            module, attr, _summary = self._specs[name]
             dict.__setitem__(self, name, getattr(importlib.import_module(f"{__package__}.{module}"), attr))
 
     def _load_all(self) -> None:
