@@ -32,7 +32,7 @@ INDEX_FILE = "case_index.npz"
 def symptom_sentences() -> dict[str, list[str]]:
     """cause -> its symptom sentences, English and Chinese together."""
     text = resources.files("vllm_advisor_knowledge").joinpath("cause_symptoms.yaml").read_text(encoding="utf-8")
-    raw = yaml.safe_load(text)
+    raw = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - the safe loader, in C where libyaml is built (5-15x faster)
     return {cause: [*raw[cause].get("en", []), *raw[cause].get("zh", [])] for cause in CAUSE_IDS}
 
 

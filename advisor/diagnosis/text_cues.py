@@ -17,7 +17,7 @@ from .inputs import DiagnosisInputs
 @functools.cache
 def cue_table() -> dict[str, list[tuple[float, re.Pattern[str]]]]:
     text = resources.files(__package__).joinpath("cues.yaml").read_text(encoding="utf-8")
-    raw = yaml.safe_load(text)
+    raw = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506 - the safe loader, in C where libyaml is built (5-15x faster)
     return {cause: [(float(w), re.compile(p, re.IGNORECASE)) for w, p in entries] for cause, entries in raw.items()}
 
 
