@@ -111,6 +111,7 @@ class Session:
         self.kb = kb
         self.llm = llm
         self._gathered = None
+        self._with_words: dict[str, object] = {}  # gathered again for questions that state deployment facts
         self._lock = threading.Lock()
 
     # -- reading (once) ----------------------------------------------------------------------------
@@ -131,12 +132,36 @@ class Session:
                 )
         return self._gathered
 
+    def _gathered_with_words(self, base, question: str, check: Check):
+        """The gathered inputs again, with ``question`` read for deployment facts, when it states one
+        that the session's inputs lack ("Qwen2.5-32B on two H800s, 63K prompts, 40 clients"): the
+        performance model then has something to compute. Kept per set of facts (a chat asks many
+        questions; most state nothing new and share the session's own inputs)."""
+        from .diagnosis.inputs import facts_from_words, gather
+
+        probe = copy.copy(base)
+        probe.question = question
+        said = facts_from_words(probe)
+        if said.empty():
+            return base
+        key = said.model_dump_json()
+        with self._lock:
+            if key not in self._with_words:
+                check()
+                self._with_words[key] = gather(
+                    question=question, profile=self.profile, attachments=list(self.attachments), metrics=list(self.metrics), serve_cmd=self.serve_cmd,
+                    overrides=dict(self.overrides), calibrate=self.calibrate, prometheus=self.prometheus, scrape_kwargs=self.scrape_kwargs,
+                )
+            return self._with_words[key]
+
     def inputs(self, question: str | None = None, *, language_of: str | None = None, check: Check = _no_check):
         """A copy of the gathered inputs holding this question (the case file's when None), its
         language detected from ``language_of`` (default: the question), secrets scrubbed."""
         from .diagnosis.inputs import detect_language
 
         base = self.gathered(check)
+        if question is not None and question != base.question:
+            base = self._gathered_with_words(base, question, check)
         inputs = copy.copy(base)
         inputs.notes = list(base.notes)
         if question is not None:

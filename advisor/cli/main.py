@@ -72,7 +72,8 @@ class AdvisorGroup(click.Group):
             return super().format_commands(ctx, formatter)
         names = sorted(COMMANDS)
         limit = formatter.width - 6 - max(len(n) for n in names)
-        rows = [(n, click.utils.make_default_short_help(COMMANDS[n][2], limit)) for n in names]
+        # a bare Command holding the summary shortens it exactly as the real command would
+        rows = [(n, click.Command(n, help=COMMANDS[n][2]).get_short_help_str(limit)) for n in names]
         with formatter.section("Commands"):
             formatter.write_dl(rows)
 

@@ -207,6 +207,28 @@ def _quantity(value: float, unit: str):
     return q(value, unit)
 
 
+def stated_facts(said) -> list[Msg]:
+    """What was read from the user's words (schema.StatedFacts), one message per fact."""
+    out = []
+    if said.model:
+        out.append(msg("stated.model", name=said.model))
+    if said.gpu:
+        out.append(msg("stated.gpu", name=said.gpu, count=said.num_gpus or 1) if said.num_gpus else msg("stated.gpu_only", name=said.gpu))
+    elif said.num_gpus:
+        out.append(msg("stated.gpus", count=said.num_gpus))
+    if said.tensor_parallel_size:
+        out.append(msg("stated.tp", tp=said.tensor_parallel_size))
+    if said.vllm_version:
+        out.append(msg("stated.version", version=said.vllm_version))
+    if said.input_len:
+        out.append(msg("stated.input", tokens=q(said.input_len, "tokens")))
+    if said.output_len:
+        out.append(msg("stated.output", tokens=q(said.output_len, "tokens")))
+    if said.concurrency:
+        out.append(msg("stated.concurrency", clients=[str(c) for c in said.concurrency]))
+    return out
+
+
 def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
     """Caveats as messages. The model's assumptions are read from its typed state (the resolved
     configuration's provenance); notes that other modules still write as text are carried verbatim
@@ -223,6 +245,8 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
         out.append(msg("note.engine_named_loop" if named == HF_TRANSFORMERS else "note.engine_named", engine=named))
     if (platform := platform_named(inputs)) is not None:
         out.append(msg("note.platform_named", platform=msg(f"platform.{platform}")))
+    if not inputs.stated.empty():
+        out.append(msg("note.stated", facts=stated_facts(inputs.stated)))
     if engine is not None:
         cfg = engine.config
         if cfg.version_assumed:

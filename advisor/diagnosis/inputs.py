@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import AdvisorError, InputFileError, UnknownFormatError
-from ..schema import BenchmarkRun, CaseFile, Deployment, EngineArgs, InputNote, MetricsWindow, ServerLogInfo
+from ..schema import BenchmarkRun, CaseFile, Deployment, EngineArgs, InputNote, MetricsWindow, ServerLogInfo, StatedFacts
 
 CJK = re.compile(r"[\u3400-\u9fff]")
 
@@ -52,6 +52,8 @@ class DiagnosisInputs:
     notes: list[str] = field(default_factory=list)
     #: pieces of the input set aside (a file, a field, a serve command), typed; each also has its line in ``notes``
     skipped: list[InputNote] = field(default_factory=list)
+    #: deployment facts read from the user's words and used (fields nothing else gave)
+    stated: StatedFacts = field(default_factory=StatedFacts)
 
     def set_aside(self, note: InputNote) -> None:
         self.skipped.append(note)
@@ -245,13 +247,55 @@ def gather(
             inputs.deployment.flags.setdefault(key, value)
     if inputs.case:
         inputs.measured = _observation_runs(inputs.case) + inputs.measured
-    inputs.engine_args = _engine_args(inputs)
     inputs.question = question or (inputs.case.question if inputs.case else None)
     inputs.language = detect_language(inputs.question)
+    _fill_from_words(inputs)
+    inputs.engine_args = _engine_args(inputs)
     _workload(inputs)
     if predict:
         _model(inputs, calibrate)
     return inputs
+
+
+def facts_from_words(inputs: DiagnosisInputs) -> StatedFacts:
+    """The deployment facts the user's words state (probe/stated_facts.py) that would fill fields the
+    flags, the case file, a serve command and the attachments left unknown (nothing is changed)."""
+    from ..probe.stated_facts import read_stated_facts
+    from .report_facts import names_another_engine
+
+    said = read_stated_facts(inputs.text)
+    if said.empty():
+        return said
+    dep, used = inputs.deployment, {}
+    for name in ("model", "gpu", "num_gpus"):
+        if getattr(dep, name) is None and getattr(said, name) is not None:
+            used[name] = getattr(said, name)
+    # a vLLM version named in a report about another engine is the one it was compared with
+    vllm_only = dep.is_vllm and not names_another_engine(inputs.text)
+    if dep.vllm_version is None and said.vllm_version and vllm_only:
+        used["vllm_version"] = said.vllm_version
+    tp_given = dep.serve_command or any(k in dep.flags for k in ("tensor_parallel_size", "tensor-parallel-size", "tp"))
+    if said.tensor_parallel_size and not tp_given and vllm_only:
+        used["tensor_parallel_size"] = said.tensor_parallel_size
+    w = inputs.case.workload if inputs.case else None
+    for name in ("input_len", "output_len"):
+        if getattr(said, name) and not (w and getattr(w, name)) and _mean_of(inputs.measured, name) is None:
+            used[name] = getattr(said, name)
+    if said.concurrency and not inputs.measured and not (w and (w.concurrency or w.request_rate)):
+        used["concurrency"] = said.concurrency
+    return StatedFacts(**used)
+
+
+def _fill_from_words(inputs: DiagnosisInputs) -> None:
+    """Fill what ``facts_from_words`` finds; ``inputs.stated`` keeps it, so the answer says what it read."""
+    said = facts_from_words(inputs)
+    dep = inputs.deployment
+    for name in ("model", "gpu", "num_gpus", "vllm_version"):
+        if getattr(said, name) is not None:
+            setattr(dep, name, getattr(said, name))
+    if said.tensor_parallel_size:
+        dep.flags["tensor_parallel_size"] = said.tensor_parallel_size
+    inputs.stated = said
 
 
 def _serve_command(inputs: DiagnosisInputs, cmd: str) -> None:
@@ -311,8 +355,8 @@ def _observation_runs(case: CaseFile) -> list[BenchmarkRun]:
 
 def _workload(inputs: DiagnosisInputs) -> None:
     w = inputs.case.workload if inputs.case else None
-    inputs.input_len = (w.input_len if w else None) or _mean_of(inputs.measured, "input_len")
-    inputs.output_len = (w.output_len if w else None) or _mean_of(inputs.measured, "output_len")
+    inputs.input_len = (w.input_len if w else None) or _mean_of(inputs.measured, "input_len") or inputs.stated.input_len
+    inputs.output_len = (w.output_len if w else None) or _mean_of(inputs.measured, "output_len") or inputs.stated.output_len
     inputs.shared_prefix_len = w.shared_prefix_len if w else None
 
 
@@ -400,6 +444,8 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
     if not points and inputs.case and (inputs.case.workload.concurrency or inputs.case.workload.request_rate):
         w = inputs.case.workload
         points = [LoadPoint(concurrency=w.concurrency) if w.concurrency else LoadPoint(request_rate=w.request_rate)]
+    if not points and inputs.stated.concurrency:  # "at 40 and 100 clients" in the words
+        points = [LoadPoint(concurrency=c) for c in inputs.stated.concurrency]
     points = _within_budget(inputs, points)
     if calibrate and inputs.measured:
         usable = [r for r in inputs.measured if (r.offered_concurrency or 0) <= MAX_SIM_CONCURRENCY]

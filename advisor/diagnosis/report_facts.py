@@ -65,6 +65,12 @@ def engine_named_in_text(text: str) -> str | None:
     return min(found)[1] if found else None  # the first one named (Ollama's "llama.cpp runner" comes after it)
 
 
+def names_another_engine(text: str) -> bool:
+    """The words name an engine other than vLLM at all (about it, or comparing it with vLLM): a
+    vLLM release or a parallelism they state may then be the other engine's setup."""
+    return any(re.search(pattern, text or "", re.I) for _, pattern in ENGINES_IN_TEXT)
+
+
 #: GPUs and NPUs without FP8 tensor cores that the catalog may not list (Volta, Turing, Ampere, older
 #: AMD Instinct, Ascend); the catalog's own entries say it with ``fp8_dense_tflops``.
 NO_FP8_NAME = re.compile(r"v100|p100|p40|\bt4\b|20[78]0|30[789]0|a100|a800|a10\b|a10g|a30\b|a40\b|a6000|910|ascend|mi50|mi100|mi210|mi250", re.I)

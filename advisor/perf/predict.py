@@ -84,23 +84,29 @@ def build_engine_model(
     model = get_model(model_name)
     gpu = get_gpu(deployment.gpu)
     dtype = engine_args.dtype if engine_args.dtype not in (None, "auto") else model.dtype
-    cfg = resolve_engine_config(
-        engine_args,
-        vllm_version=deployment.vllm_version,
-        gpu_memory_gib=gpu.memory_bytes / 1024**3,
-        gpu_name=gpu.name,
-        model_max_len=model.max_position_embeddings,
-        model_dtype=dtype or "bfloat16",
-    )
-    cfg.provenance.update(dict.fromkeys(derived, "derived"))
-    notes = list(cfg.notes)
+    def resolve(args: EngineArgs):
+        return resolve_engine_config(
+            args,
+            vllm_version=deployment.vllm_version,
+            gpu_memory_gib=gpu.memory_bytes / 1024**3,
+            gpu_name=gpu.name,
+            model_max_len=model.max_position_embeddings,
+            model_dtype=dtype or "bfloat16",
+        )
+
+    cfg = resolve(engine_args)
+    raised = None
     if needed_model_len and cfg.max_model_len < needed_model_len and cfg.source_of("max_model_len") != "user":
-        notes.append(
+        raised = (
             f"max_model_len not given and the model's default ({cfg.max_model_len:,}) is shorter than the workload's "
             f"{needed_model_len:,}-token requests: assumed --max-model-len {needed_model_len:,}"
         )
-        cfg.max_model_len = needed_model_len
+        # resolved again as if the server had been given it: the defaults that follow max_model_len
+        # (V0's chunked prefill above 32K, the token budget without chunking) follow it here too
+        cfg = resolve(engine_args.model_copy(update={"max_model_len": needed_model_len}))
         cfg.provenance["max_model_len"] = "derived"
+    cfg.provenance.update(dict.fromkeys(derived, "derived"))
+    notes = list(cfg.notes) + ([raised] if raised else [])
     if getattr(model, "note", None):
         notes.append(model.note)
     quant = engine_args.quantization or deployment.quantization

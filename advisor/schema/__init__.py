@@ -13,6 +13,7 @@ from .message import Msg, Quantity
 from .metrics import MetricFamily, MetricSample, MetricsSnapshot, MetricsWindow, SeriesWindow
 from .notes import InputNote
 from .serverlog import ServerLogInfo, ServerStatsLine
+from .stated import StatedFacts
 from .validation import FigureComparison, FigureError, KvValidation, PointValidation, ValidationReport
 
 __all__ = [
@@ -46,6 +47,7 @@ __all__ = [
     "ServerView",
     "ServerStatsLine",
     "SimilarReport",
+    "StatedFacts",
     "Workload",
     "FigureComparison",
     "FigureError",

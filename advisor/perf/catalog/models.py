@@ -462,6 +462,17 @@ def get_model(name_or_path: str) -> ModelSpec:
         from .hf_config import model_from_config_path
 
         return model_from_config_path(path)
+    spec = find_model(text)
+    if spec is not None:
+        return spec
+    exact, assumed = _index()
+    raise unknown("model", text, {**exact, **assumed}, "or give the path to the model's config.json")
+
+
+def find_model(name: str) -> ModelSpec | None:
+    """A catalog entry by name, alias or Hugging Face id, or None (never a path, never an error):
+    the lookup of ``get_model`` for names read out of free text."""
+    text = name.strip()
     key = normalise(text)
     found = _lookup(key, text)
     if found:
@@ -477,8 +488,7 @@ def get_model(name_or_path: str) -> ModelSpec:
                 "same architecture, different weight format"
             )
             return spec.model_copy(update={"note": "; ".join(n for n in (q_note, note) if n)})
-    exact, assumed = _index()
-    raise unknown("model", text, {**exact, **assumed}, "or give the path to the model's config.json")
+    return None
 
 
-__all__ = ["ModelSpec", "UnknownCatalogEntry", "VisionTowerSpec", "get_model", "list_models"]
+__all__ = ["ModelSpec", "UnknownCatalogEntry", "VisionTowerSpec", "find_model", "get_model", "list_models"]

@@ -1,0 +1,180 @@
+"""Deployment facts stated in the user's own words, for a question that comes without a case file.
+
+WHY: "Qwen2.5-32B, TP2 on two H800s, 63K-token prompts, 1K outputs, 40 and 100 clients" is a whole
+deployment and workload, and the motivating user gave exactly that in a sentence. Without it the
+performance model has nothing to compute and the answer says "the model and the GPU are not given".
+This reader takes from the words only what they name unambiguously: a model or GPU that resolves in
+the catalogs (one of each; two different ones, as in a comparison, give neither), a GPU count or
+tensor-parallel size next to its marker, a vLLM version after the word vLLM, token lengths next to
+"prompt"/"input"/"输入" or "output"/"输出", and client counts next to "concurrent"/"clients"/"并发".
+The gatherer uses a value only where the flags, the case file and the attachments left the field
+unknown, and the answer lists what was read so the user can correct it with the flags.
+
+Text is data: nothing in it changes what the reader does beyond the values it yields; the scan is
+bounded (``MAX_CHARS``) and every pattern is linear.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from ..perf.catalog import gpus as gpu_catalog
+from ..perf.catalog import models as model_catalog
+from ..schema import StatedFacts
+
+#: The words a person types about a deployment fit in far less; a pasted log is cut here.
+MAX_CHARS = 20_000
+#: Client counts kept (the answer predicts one load point each).
+MAX_POINTS = 3
+
+_A = r"(?<![A-Za-z0-9_])"  # ASCII word edges: a Chinese character next to a name is an edge
+_Z = r"(?![A-Za-z0-9_])"
+_NUMBER_WORDS = {
+    "one": 1, "single": 1, "two": 2, "dual": 2, "three": 3, "four": 4, "six": 6, "eight": 8, "sixteen": 16,
+    "一": 1, "单": 1, "两": 2, "二": 2, "双": 2, "三": 3, "四": 4, "六": 6, "八": 8,
+}
+_COUNT = r"(\d{1,4}|one|single|two|dual|three|four|six|eight|sixteen|[一单两二双三四六八])"
+
+
+def _flexible(key: str) -> str:
+    """A catalog key as a pattern: its dashes may be written as a space, an underscore or nothing."""
+    return "".join(r"[-\s_]?" if ch == "-" else re.escape(ch) for ch in key)
+
+
+def _alternation(keys: list[str], start: str = _A, plural: bool = False) -> re.Pattern[str]:
+    ordered = sorted(set(keys), key=len, reverse=True)  # the longest name first: "A100-80GB" before "A100"
+    return re.compile(start + "(" + "|".join(_flexible(k) for k in ordered) + ")" + ("s?" if plural else "") + _Z, re.IGNORECASE)
+
+
+@functools.cache
+def _gpu_pattern() -> re.Pattern[str]:
+    exact, assumed = gpu_catalog._index()
+    # a bare number ("4090") is too often a token count; "RTX 4090" is in the catalog as well
+    # "two H800s", and "8xH100" where the count touches the name
+    return _alternation([k for k in [*exact, *assumed] if not k.isdigit()], start=r"(?:(?<=\d[x×])|" + _A + ")", plural=True)
+
+
+@functools.cache
+def _model_pattern() -> re.Pattern[str]:
+    exact, assumed = model_catalog._index()
+    return _alternation([*exact, *assumed])
+
+
+_MODEL_TAIL = re.compile(r"(?:[-_.][A-Za-z0-9]+){1,3}")
+_TP = re.compile(_A + r"(?:tp|tensor[-_ ]parallel(?:[-_ ]size)?)\s*(?:=|:|：)?\s*(\d{1,3})" + _Z, re.IGNORECASE)
+_GPUS_GENERIC = re.compile(
+    _A + _COUNT + r"\s*(?:x\s*|×\s*)?(?:gpus|gpu|cards|张卡|块卡|张显卡|块显卡|卡)" + _Z + r"|" + _COUNT + r"\s*(?:张|块)\s*(?:gpu|显卡|卡)",
+    re.IGNORECASE,
+)
+_BEFORE_GPU = re.compile(_COUNT + r"\s*(?:x|×|\*|张|块|片|卡|个)?\s*(?:nvidia\s+|英伟达\s*)?$", re.IGNORECASE)
+_AFTER_GPU = re.compile(r"^s?\s*(?:x|×|\*)\s*(\d{1,4})" + _Z, re.IGNORECASE)
+#: "vLLM 0.6.3", "vllm==0.8.5", "vLLM v0.10.1" (a release is 0.x or, later, 1.x/2.x: "vLLM 51.4 tok/s" is a rate)
+_VERSION = re.compile(
+    _A + r"vllm\s*(?:==|version|版本|v)?\s*[:：=]?\s*v?([0-2]\.\d{1,3}(?:\.\d{1,3})?(?:\.post\d+)?)(?![\d.])"
+    r"(?!\s*(?:tok(?:en)?s?\s*/|tokens?\s+per\b|t/s|x\b|×|倍|%|ms\b|s\b|秒))" + _Z,
+    re.IGNORECASE,
+)
+
+#: A number and its scale, whole ("95.23", never "95.2" of it) and not a rate or a time ("95 tok/s",
+#: "20 minutes", "80 token/s").
+_TOKENS = (
+    r"(?<![\d.])(\d+(?:\.\d+)?)(?![\d.])\s*([kK万])?"
+    r"(?!\s*(?:tok(?:en)?s?\s*/|tokens?\s+per\b|t/s|个?\s*token\s*/|minutes?|mins?\b|seconds?|secs?\b|ms\b|s\b|%|分钟|秒))"
+)
+_INPUT = re.compile(
+    _A + _TOKENS + r"[-\s]*tokens?[-\s]+(?:of\s+)?(?:long\s+)?(?:prompts?|inputs?|context)" + _Z
+    + r"|" + _A + r"(?<!system )(?:prompt|input)s?(?:[-\s]+(?:length|len|size))?\s*(?:of|is|=|:|：|~|≈)?\s*(?:about|around|~|≈)?\s*" + _TOKENS + r"(?:[-\s]*tokens?)?" + _Z
+    + r"|(?:输入|提示词|上下文)(?:长度)?\s*(?:为|是|约|大约|[:：=~])?\s*(?:约)?\s*" + _TOKENS
+    + r"|" + _TOKENS + r"\s*(?:tokens?|token\s*的)?\s*(?:的)?(?:输入|上下文|提示词)",
+    re.IGNORECASE,
+)
+_OUTPUT = re.compile(
+    _A + _TOKENS + r"[-\s]*tokens?[-\s]+(?:of\s+)?(?:outputs?|generations?|completions?|responses?)" + _Z
+    + r"|" + _A + r"(?:output|max_tokens)s?(?:[-\s]+(?:length|len|size))?\s*(?:of|is|=|:|：|~|≈)?\s*(?:about|around|~|≈)?\s*" + _TOKENS + r"(?:[-\s]*tokens?)?" + _Z
+    + r"|(?:输出|生成)(?:长度)?\s*(?:为|是|约|大约|[:：=~])?\s*(?:约)?\s*" + _TOKENS
+    + r"|" + _TOKENS + r"\s*(?:tokens?|token\s*的)?\s*(?:的)?(?:输出)",
+    re.IGNORECASE,
+)
+_CONCURRENCY = re.compile(
+    _A + r"(\d{1,5})\s*(?:concurrent|parallel|simultaneous)(?:\s+(?:requests|clients|users|connections))?" + _Z
+    + r"|" + _A + r"(\d{1,5})\s*(?:clients|users)" + _Z
+    + r"|" + _A + r"(\d{1,5})(?=\s*(?:and|or|,|/|vs\.?)\s*\d{1,5}\s*(?:concurrent|parallel|clients|users)" + _Z + ")"
+    + r"|" + _A + r"concurrency\s*(?:of|=|:|is|level)?\s*(\d{1,5})" + _Z
+    + r"|并发\s*(?:数|度|量)?\s*(?:为|是|到|达到|设为|设成|开到|[:：=])?\s*(\d{1,5})"
+    + r"|(\d{1,5})\s*(?:个|路)?\s*并发",
+    re.IGNORECASE,
+)
+
+
+def _count(word: str) -> int | None:
+    word = word.lower()
+    value = int(word) if word.isdigit() else _NUMBER_WORDS.get(word)
+    return value if value and value <= 4096 else None
+
+
+def _tokens(number: str, scale: str | None) -> int | None:
+    value = float(number) * {None: 1, "": 1, "k": 1000, "K": 1000, "万": 10000}[scale]
+    # fewer than 16 tokens is a list index or a step ("prompt 1"), not a length
+    return int(round(value)) if 16 <= value <= 10_000_000 else None
+
+
+def _one(values: list) -> object | None:
+    distinct = list(dict.fromkeys(v for v in values if v is not None))
+    return distinct[0] if len(distinct) == 1 else None
+
+
+def _model(text: str) -> str | None:
+    """The model named, as written (so "-AWQ" stays in the name), when the words name one entry."""
+    written: dict[str, str] = {}  # catalog entry -> the longest way the words wrote it
+    for m in _model_pattern().finditer(text):
+        name, spec = m.group(1), None
+        tail = _MODEL_TAIL.match(text, m.end())
+        if tail:  # "Qwen2.5-32B-Instruct-AWQ": the longer name first, so a quantised checkpoint says so
+            spec = model_catalog.find_model(text[m.start() : tail.end()])
+            name = text[m.start() : tail.end()] if spec is not None else name
+        spec = spec or model_catalog.find_model(name)
+        if spec is not None and len(name) > len(written.get(spec.name, "")):
+            written[spec.name] = name
+    return next(iter(written.values())) if len(written) == 1 else None
+
+
+def read_stated_facts(text: str | None) -> StatedFacts:
+    """The deployment facts ``text`` names unambiguously (empty when it names none)."""
+    text = (text or "")[:MAX_CHARS]
+    if not text.strip():
+        return StatedFacts()
+    gpus, counts = [], []
+    for m in _gpu_pattern().finditer(text):
+        try:
+            gpus.append(gpu_catalog.get_gpu(m.group(1)).name)
+        except gpu_catalog.UnknownCatalogEntry:
+            continue
+        before = _BEFORE_GPU.search(text[max(0, m.start() - 16) : m.start()])
+        after = _AFTER_GPU.match(text[m.end() : m.end() + 12])
+        counts.append(_count(before.group(1)) if before else _count(after.group(1)) if after else None)
+    counts += [_count(next(g for g in m.groups() if g)) for m in _GPUS_GENERIC.finditer(text)]
+    tp = _one([int(m.group(1)) for m in _TP.finditer(text) if 1 <= int(m.group(1)) <= 512])
+    num_gpus = _one(counts)
+    if num_gpus is None and tp is not None and not any(counts):
+        num_gpus = tp
+    concurrency = sorted({int(next(g for g in m.groups() if g)) for m in _CONCURRENCY.finditer(text)} - {0})
+    return StatedFacts(
+        model=_model(text),
+        gpu=_one(gpus),
+        num_gpus=num_gpus,
+        tensor_parallel_size=tp,
+        vllm_version=_one([m.group(1) for m in _VERSION.finditer(text)]),
+        input_len=_one([_tokens(*_pair(m)) for m in _INPUT.finditer(text)]),
+        output_len=_one([_tokens(*_pair(m)) for m in _OUTPUT.finditer(text)]),
+        concurrency=[c for c in concurrency if c <= 100_000][:MAX_POINTS] if len(concurrency) <= 2 * MAX_POINTS else [],
+    )
+
+
+def _pair(m: re.Match[str]) -> tuple[str, str | None]:
+    """The (number, scale) of whichever alternative matched: groups come in pairs."""
+    groups = m.groups()
+    for i in range(0, len(groups), 2):
+        if groups[i] is not None:
+            return groups[i], groups[i + 1]
+    raise ValueError("no number in the match")

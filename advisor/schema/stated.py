@@ -1,0 +1,24 @@
+"""Deployment facts a person states in their own words ("Qwen2.5-32B, TP2 on two H800s, 63K-token
+prompts, 40 clients"), typed once so the gatherer, the notes and the answer read the same values."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+from .deployment import MAX_TOKENS
+
+
+class StatedFacts(BaseModel):
+    """What the words name, each value only when they name exactly one (catalog names resolved)."""
+
+    model: str | None = None  # the model catalog's entry name
+    gpu: str | None = None  # the GPU catalog's entry name
+    num_gpus: int | None = Field(None, ge=1, le=4096)
+    tensor_parallel_size: int | None = Field(None, ge=1, le=4096)
+    vllm_version: str | None = None
+    input_len: int | None = Field(None, ge=1, le=MAX_TOKENS)
+    output_len: int | None = Field(None, ge=1, le=MAX_TOKENS)
+    concurrency: list[int] = Field(default_factory=list)  # client counts, ascending
+
+    def empty(self) -> bool:
+        return not any(getattr(self, name) for name in type(self).model_fields)

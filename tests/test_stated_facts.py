@@ -1,0 +1,145 @@
+"""Deployment facts read from the user's own words (probe/stated_facts.py) and used where nothing
+else gave them: a question alone gets the performance model's numbers."""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+from click.testing import CliRunner
+
+from vllm_advisor.cli.main import cli
+from vllm_advisor.diagnosis.inputs import gather
+from vllm_advisor.perf.catalog import get_gpu
+from vllm_advisor.perf.predict import build_engine_model
+from vllm_advisor.probe.stated_facts import MAX_CHARS, read_stated_facts
+from vllm_advisor.schema import Deployment, EngineArgs, StatedFacts
+from vllm_advisor.session import Session
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def seed_post(shared_dir) -> str:
+    """The motivating user's first post, exactly as written on the forum (Chinese, no spaces)."""
+    text = (shared_dir / "seed" / "forum-thread-long-input-slowdown.txt").read_text(encoding="utf-8")
+    return text.split("\n2\n")[0]
+
+
+def test_the_motivating_post_states_the_whole_deployment(seed_post):
+    said = read_stated_facts(seed_post)  # "我使用vllm+Qwen32B+tp2+h800，输入63K（长输入），输出1K ... 并发100 ... 并发40"
+    assert said.model == "Qwen32B"  # as written; the catalog resolves it (an assumed alias, with its note)
+    assert get_gpu(said.gpu).name == "H800-SXM"
+    assert (said.tensor_parallel_size, said.num_gpus) == (2, 2)  # tp2 and no other count: two GPUs
+    assert (said.input_len, said.output_len) == (63_000, 1_000)
+    assert said.concurrency == [40, 100]
+    assert said.vllm_version is None  # "vllm+Qwen32B" names no release
+
+
+def test_dev_case_questions(shared_dir):
+    """The words of the dev cases, against what their case files give by hand."""
+    questions = {p.stem: yaml.safe_load(p.read_text(encoding="utf-8"))["question"] for p in (shared_dir / "cases" / "dev").glob("*.yaml")}
+    said = read_stated_facts(questions["vllm-7604-chunked-prefill-40k-offline"])  # "... on 8xH100 (TP8) with 40K-token inputs"
+    assert (said.gpu, said.num_gpus, said.tensor_parallel_size, said.input_len) == ("H100-SXM", 8, 8, 40_000)
+    said = read_stated_facts(questions["club3090-356-tp2-no-p2p"])
+    assert (said.gpu, said.tensor_parallel_size) == ("RTX-3090", 2)
+    said = read_stated_facts(questions["sglang-922-16k-ttft-a6000"])  # "a single A6000 48GB with Llama-3.1-70B AWQ"
+    assert (said.model, said.gpu, said.num_gpus) == ("Llama-3.1-70B", "RTX-A6000", 1)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "Qwen2.5-7B is fast on our H100 but Llama-3.1-70B is slow on the A100",  # two models, two GPUs: a comparison
+        "code prompt: 95.23 tok/s vs 93.5 PCIe",  # a rate, not a prompt length
+        "offline batch generation about 20 minutes for a single run",
+        "最高输出约 80 token/s",
+        "the proxy gives 30 tok/s while vLLM 51.4 tok/s direct",  # not a release
+        "The workload shares a system prompt of about 240 tokens",  # a shared prefix, not the prompt
+        "I ran 4090 prompts through it",  # a bare number is not an RTX 4090
+    ],
+)
+def test_what_the_words_do_not_state(text):
+    said = read_stated_facts(text)
+    assert (said.model, said.gpu, said.input_len, said.output_len, said.vllm_version) == (None, None, None, None, None)
+
+
+def test_names_and_counts_as_people_write_them():
+    said = read_stated_facts("Qwen/Qwen2.5-32B-Instruct-AWQ, TP2 on two H800s, 63K-token prompts, 1K-token outputs, 40 and 100 clients, vllm==0.6.3")
+    assert said == StatedFacts(model="Qwen2.5-32B-Instruct-AWQ", gpu="H800-SXM", num_gpus=2, tensor_parallel_size=2, vllm_version="0.6.3", input_len=63_000, output_len=1_000, concurrency=[40, 100])
+    assert read_stated_facts("两张 A800 跑 DeepSeek-R1-Distill-Qwen-32B，并发 64").model_dump(exclude_defaults=True) == {
+        "model": "DeepSeek-R1-Distill-Qwen-32B",
+        "gpu": "A800-SXM4-80GB",
+        "num_gpus": 2,
+        "concurrency": [64],
+    }
+
+
+def test_hostile_text_is_bounded():
+    text = ("H800 x" * 50_000) + ("并发" + "9" * 40) * 10_000 + "\x00\u202e" * 10_000
+    start = time.perf_counter()
+    said = read_stated_facts(text)
+    assert time.perf_counter() - start < 2.0
+    assert said.concurrency == []  # no client count of 40 digits
+    assert len(text) > MAX_CHARS
+
+
+def test_a_question_alone_gets_the_models_numbers(seed_post):
+    """No case file, no flags: the words give the model its deployment and workload."""
+    inputs = gather(question=seed_post)
+    assert inputs.engine is not None and inputs.engine.config.tensor_parallel_size == 2
+    assert (inputs.input_len, inputs.output_len) == (63_000, 1_000)
+    assert [r.offered_concurrency for r in inputs.predicted] == [40, 100]
+    kv_requests = inputs.engine.memory.kv_cache_tokens / 64_000
+    assert 3 < kv_requests < 8  # ~5 requests of 64K fit: the motivating case's figure
+    running = inputs.predicted[-1].server_view.running_mean
+    assert 3 < running < 8  # at 100 clients, the few that fit run and the rest wait
+
+
+def test_ask_says_what_it_read_and_answers_with_numbers(seed_post):
+    result = CliRunner().invoke(cli, ["ask", seed_post, "--json", "--no-log"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    notes = json.loads(result.output)["notes"]
+    assert any(n.startswith("以下取自你的描述") and "H800-SXM" in n for n in notes), notes
+    assert not any("未提供" in n for n in notes), notes
+    text = CliRunner().invoke(cli, ["ask", seed_post, "--no-log"], catch_exceptions=False).output
+    assert "以下取自你的描述" in text and "KV cache" in text
+    assert "未提供模型和 GPU" not in text
+
+
+def test_given_facts_win_over_the_words():
+    """A case file's GPU, a flag's model: the words fill only what is unknown."""
+    inputs = gather(question="On two H800s, TP2, Qwen2.5-32B-Instruct, 8K-token prompts", overrides={"gpu": "A100-80G", "num_gpus": 4})
+    assert inputs.deployment.gpu == "A100-80G" and inputs.deployment.num_gpus == 4
+    assert inputs.deployment.model == "Qwen2.5-32B-Instruct"
+    assert inputs.stated.gpu is None and inputs.stated.model == "Qwen2.5-32B-Instruct"
+    profile = gather(profile=REPO / "examples" / "seed-qwen32b-h800-long-input.yaml")
+    assert profile.stated.model is None and profile.stated.gpu is None  # the case file gives them
+
+
+def test_a_vllm_version_in_a_report_about_another_engine_is_not_its_own():
+    inputs = gather(question="SGLang on one H100 is twice as fast as vLLM 0.6.3 for Llama-3.1-8B at 64 concurrent requests", predict=False)
+    assert inputs.stated.vllm_version is None and inputs.deployment.vllm_version is None
+
+
+def test_a_chat_question_that_states_facts_is_modelled_with_them(seed_post):
+    session = Session()
+    plain = session.inputs("why is it slow?")
+    assert plain.engine is None
+    stated = session.inputs(seed_post)
+    assert stated.engine is not None and stated.stated.gpu == "H800-SXM"
+    assert session.inputs(seed_post).engine is stated.engine  # gathered once per set of facts
+    assert session.inputs("and at 200 clients?").engine is None  # a question that states no deployment
+
+
+def test_a_longer_max_model_len_resolves_the_defaults_that_follow_it():
+    """vLLM 0.6 (V0) turns chunked prefill on above 32K: a max_model_len raised to the workload's
+    64K requests must get it, or a 63K prompt would never be scheduled (the token budget stays 32K)."""
+    dep = Deployment(model="Qwen2.5-32B-Instruct", gpu="H800", num_gpus=2, vllm_version="0.6.3")
+    engine = build_engine_model(dep, EngineArgs(tensor_parallel_size=2), needed_model_len=64_000)
+    cfg = engine.config
+    assert cfg.max_model_len == 64_000 and cfg.source_of("max_model_len") == "derived"
+    assert cfg.enable_chunked_prefill and cfg.max_num_batched_tokens == 512
