@@ -455,7 +455,12 @@ def compose(inputs, diagnosis: Diagnosis, sources: list[Citation], language: str
     """The whole answer; ``body`` replaces the part between the direct answer and the sources."""
     lines: list[str] = []
     if body is None:
+        from .question import asked_causes, verdict
+
         lines += [phrase(language, "h_answer"), ""]
+        said = verdict(asked_causes(_asked(inputs)), diagnosis) if inputs is not None else None
+        if said is not None:  # "is X the cause?" gets its yes or no before the reasons
+            lines += [render(said, language).strip(), ""]
         lines += render_direct(diagnosis, language)
         figures = render_figures(collect_figures(inputs), language) if inputs is not None else []
         if figures:
@@ -485,6 +490,8 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
     question = _asked(inputs)
     reply = direct_reply(question, diagnosis)
     out = [phrase(language, "h_answer"), ""]
+    if reply.verdict is not None:  # "is X the cause?" gets its yes or no before the reasons
+        out += [render(reply.verdict, language).strip(), ""]
     if not diagnosis.findings:
         out += render_direct(diagnosis, language)
     else:

@@ -116,7 +116,9 @@ def collect_figures(inputs) -> Figures:
     for key, value in (("input_len", inputs.input_len), ("output_len", inputs.output_len)):
         if value:
             from_case = reported_workload and getattr(inputs.case.workload, key, None)
-            figs.workload.append(Figure(key, int(value), "tokens", "reported" if from_case else "measured"))
+            # the user's words (a case file's workload, or lengths a question states) vs a benchmark file's
+            from_words = from_case or getattr(inputs.stated, key, None) == value
+            figs.workload.append(Figure(key, int(value), "tokens", "reported" if from_words else "measured"))
 
     engine = getattr(inputs, "engine", None)
     memory = getattr(engine, "memory", None) if engine is not None else None

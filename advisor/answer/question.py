@@ -77,15 +77,96 @@ def topics(question: str | None) -> list[Topic]:
     return [t for _, t in sorted(hits)]
 
 
+#: A sentence that asks whether something is the cause: a yes/no form ("is/was/could ... ?", "...吗？",
+#: 是不是/是否/会不会) with a causal word. "Can I fix it with X?" asks for advice, not a verdict.
+#: Clauses: a Chinese question often asks in the clause after a comma ("启动时加了 --enforce-eager，…，是这个参数导致的吗？").
+_SENTENCES = re.compile(r"[^.!?。！？\n,，;；]+[.!?。！？]?")
+_YES_NO_EN = re.compile(r"^\s*(?:(?:so|and|but|or)\s*,?\s*)?(?:is|are|was|were|does|do|did|could|would|might|may|can)\b.*[?？]\s*$", re.I)
+_YES_NO_ZH = re.compile(r"(吗|么|嘛)\s*[?？]?\s*$|是不是|是否|会不会")
+_CAUSAL = re.compile(r"\b(caus\w*|reasons?|because|due to|responsible|blame|culprit|bottleneck|behind)\b|导致|引起|造成|原因|因为|的问题|的锅|瓶颈|引发", re.I)
+_POINTING = re.compile(r"\b(this|that|it|these|those)\b|这个|这些|这|那个|它", re.I)
+
+
+@dataclass(frozen=True)
+class Asked:
+    """A yes/no question about causes: the causes it names and the sentence that asks."""
+
+    causes: list[str]
+    sentence: str
+
+
+def asked_causes(question: str | None) -> Asked | None:
+    """The causes a yes/no question asks about ("Is --enforce-eager the reason?", "是这个参数导致的吗？"):
+    those its causal sentence names; when that sentence only points back ("this flag"), the one
+    cause the rest of the question names. None when no sentence asks for a verdict."""
+    from ..diagnosis.text_cues import causes_named
+
+    if not question:
+        return None
+    for sentence in _SENTENCES.findall(question):
+        if not (_YES_NO_EN.search(sentence) or _YES_NO_ZH.search(sentence)) or not _CAUSAL.search(sentence):
+            continue
+        named = causes_named(sentence)
+        if not named and _POINTING.search(sentence):
+            whole = causes_named(question)
+            named = whole if len(whole) == 1 else []
+        if named:
+            return Asked(named, sentence.strip())
+    return None
+
+
+def supported(f: Finding, sentence: str) -> bool:
+    """Something beyond the asking sentence points to the finding's cause: a figure measured,
+    reported, modelled or configured, or the user's words elsewhere ("I start it with
+    --enforce-eager"). The question's own words raise the cause's rank; they do not show it."""
+    from ..diagnosis.text_cues import causes_named
+
+    for e in f.evidence:
+        if e.kind in ("measured", "reported", "model", "config"):
+            return True
+        if e.kind == "text" and isinstance(e.value, str):
+            # the quote with the asking sentence cut out still names the cause: said elsewhere
+            rest = e.value.strip("…").replace(sentence, " ")
+            if f.cause in causes_named(rest):
+                return True
+    return False
+
+
+def verdict(asked: Asked | None, diagnosis: Diagnosis) -> Msg | None:
+    """Yes, in part, not shown yet, or probably not, for the first cause the question asks about,
+    from the ranked findings: the asker's question answered before the reasons."""
+    if asked is None or not diagnosis.findings:
+        return None
+    from ..schema.message import msg
+
+    cause = asked.causes[0]
+    top = diagnosis.findings[0]
+    found = next((f for f in diagnosis.findings if f.cause == cause), None)
+    name, top_name = msg(f"cause.{cause}"), msg(f"cause.{top.cause}")
+    pct = f"{round(100 * found.confidence)}%" if found is not None else ""
+    if found is not None and not supported(found, asked.sentence) and found.confidence >= 0.2:
+        if top.cause != cause and computed(top):  # the deployment's own figures point elsewhere
+            return msg("verdict.unshown_other", cause=name, top=top_name, decide=msg(f"decide.{cause}"))
+        return msg("verdict.unshown", cause=name, decide=msg(f"decide.{cause}"))
+    if found is not None and found in leading(diagnosis):
+        return msg("verdict.likely_computed", cause=name) if computed(found) else msg("verdict.likely", cause=name, pct=pct)
+    if found is not None and (found.confidence >= 0.5 or computed(found)):
+        return msg("verdict.partly", cause=name, pct=pct, top=top_name)
+    if found is not None:
+        return msg("verdict.unlikely", cause=name, pct=pct, top=top_name)
+    return msg("verdict.unlikely_absent", cause=name, top=top_name)
+
+
 @dataclass
 class Reply:
-    """The direct reply: the reasons that answer the question, the findings they come from and
-    their key figures."""
+    """The direct reply: a verdict when the question asks whether something is the cause, the
+    reasons that answer the question, the findings they come from and their key figures."""
 
     topics: list[Topic]
     reasons: list[Msg]
     findings: list[Finding]
     figures: list[Evidence]
+    verdict: Msg | None = None
 
 
 KEY_FIGURES = 3
@@ -151,4 +232,4 @@ def direct_reply(question: str | None, diagnosis: Diagnosis) -> Reply:
             if e.value is None or e.kind in ("text", "source") or any((e.value, e.unit) == (x.value, x.unit) for x in figures):
                 continue
             figures.append(e)
-    return Reply(topics=asked, reasons=reasons, findings=used, figures=figures[:KEY_FIGURES])
+    return Reply(topics=asked, reasons=reasons, findings=used, figures=figures[:KEY_FIGURES], verdict=verdict(asked_causes(question), diagnosis))

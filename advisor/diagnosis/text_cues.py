@@ -42,6 +42,18 @@ def detect_cues(inputs: DiagnosisInputs, board: Board) -> None:
                 board.add_text(cause, weight, Evidence(kind="text", origin="question", label=msg("ev.user_wrote"), value=quoted))
 
 
+def causes_named(text: str, min_weight: float = 0.8) -> list[str]:
+    """The causes ``text`` names by a cue of at least ``min_weight`` (not ruled out in the same
+    sentence), in the order the words name them: what a question such as "is --enforce-eager the
+    reason?" asks about. The weakest cues ("benchmark") name no cause."""
+    hits: list[tuple[int, str]] = []
+    for cause, patterns in cue_table().items():
+        starts = [m.start() for weight, pattern in patterns if weight >= min_weight for m in pattern.finditer(text or "") if not _negated(text, m.end())]
+        if starts:
+            hits.append((min(starts), cause))
+    return [cause for _, cause in sorted(hits)]
+
+
 def _negated(text: str, end: int, window: int = 80) -> bool:
     """A cue followed in the same sentence by "didn't help" is evidence the user ruled it out."""
     tail = re.split(r"[.;!?。；\n]", text[end : end + window], maxsplit=1)[0]

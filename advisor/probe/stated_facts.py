@@ -82,8 +82,11 @@ _TOKENS = (
     r"(?<![\d.])(\d+(?:\.\d+)?)(?![\d.])\s*([kK万])?"
     r"(?!\s*(?:tok(?:en)?s?\s*/|tokens?\s+per\b|t/s|个?\s*token\s*/|minutes?|mins?\b|seconds?|secs?\b|ms\b|s\b|%|分钟|秒))"
 )
+#: "63K prompts" names a length only with its scale: "500 prompts" is a count of requests.
+_SCALED = r"(?<![\d.])(\d+(?:\.\d+)?)\s*([kK万])"
 _INPUT = re.compile(
     _A + _TOKENS + r"[-\s]*tokens?[-\s]+(?:of\s+)?(?:long\s+)?(?:prompts?|inputs?|context)" + _Z
+    + r"|" + _A + _SCALED + r"[-\s]+(?:long\s+)?(?:prompts?|inputs?)" + _Z
     + r"|" + _A + r"(?<!system )(?:prompt|input)s?(?:[-\s]+(?:length|len|size))?\s*(?:of|is|=|:|：|~|≈)?\s*(?:about|around|~|≈)?\s*" + _TOKENS + r"(?:[-\s]*tokens?)?" + _Z
     + r"|(?:输入|提示词|上下文)(?:长度)?\s*(?:为|是|约|大约|[:：=~])?\s*(?:约)?\s*" + _TOKENS
     + r"|" + _TOKENS + r"\s*(?:tokens?|token\s*的)?\s*(?:的)?(?:输入|上下文|提示词)",
@@ -91,6 +94,7 @@ _INPUT = re.compile(
 )
 _OUTPUT = re.compile(
     _A + _TOKENS + r"[-\s]*tokens?[-\s]+(?:of\s+)?(?:outputs?|generations?|completions?|responses?)" + _Z
+    + r"|" + _A + _SCALED + r"[-\s]+(?:outputs?|completions?|responses?)" + _Z
     + r"|" + _A + r"(?:output|max_tokens)s?(?:[-\s]+(?:length|len|size))?\s*(?:of|is|=|:|：|~|≈)?\s*(?:about|around|~|≈)?\s*" + _TOKENS + r"(?:[-\s]*tokens?)?" + _Z
     + r"|(?:输出|生成)(?:长度)?\s*(?:为|是|约|大约|[:：=~])?\s*(?:约)?\s*" + _TOKENS
     + r"|" + _TOKENS + r"\s*(?:tokens?|token\s*的)?\s*(?:的)?(?:输出)",

@@ -1,0 +1,74 @@
+"""A question that asks whether something is the cause gets its yes or no first (answer/question.py):
+likely, in part, not shown yet, or probably not, from the ranked findings and what supports them."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from vllm_advisor.answer.question import asked_causes
+from vllm_advisor.cli.main import cli
+
+REPO = Path(__file__).resolve().parents[1]
+SEED = REPO / "examples" / "seed-qwen32b-h800-long-input.yaml"
+
+
+@pytest.mark.parametrize(
+    ("question", "cause"),
+    [
+        ("Serving Llama-3.1-8B on one A100. Is --enforce-eager the reason throughput is low?", "cuda_graph"),
+        ("我用 vLLM 0.6.3 跑 Llama-3.1-8B，启动时加了 --enforce-eager，并发 32 时吞吐很低，是这个参数导致的吗？", "cuda_graph"),
+        ("是 KV cache 不够导致的吗？", "kv_capacity"),
+        ("Could the tokenizer be the bottleneck here?", "cpu_frontend"),
+    ],
+)
+def test_yes_no_questions_about_a_cause(question, cause):
+    asked = asked_causes(question)
+    assert asked is not None and asked.causes[0] == cause
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Why is TTFT 30 s at 40 clients with --enforce-eager?",  # asks why, not whether
+        "Can I speed it up with --enable-chunked-prefill?",  # asks for advice
+        "为什么40并发的时候生成速率变的这么慢？",
+        "Is this expected?",  # names no cause
+        None,
+    ],
+)
+def test_questions_that_ask_no_verdict(question):
+    assert asked_causes(question) is None
+
+
+def _opening(*args: str) -> str:
+    result = CliRunner().invoke(cli, ["ask", *args, "--no-log"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return result.output.split("\n\n")[1]  # the first paragraph after the heading
+
+
+def test_yes_when_the_users_own_setup_names_it():
+    opening = _opening("我用 vLLM 0.6.3 在一张 A100 上跑 Llama-3.1-8B，启动时加了 --enforce-eager，并发 32 时吞吐很低，是这个参数导致的吗？")
+    assert opening.startswith("是的") and "CUDA graph" in opening
+
+
+def test_not_shown_when_only_the_question_names_it():
+    """The question's words raise a cause's rank; they are not evidence that it is the cause."""
+    opening = _opening("Qwen2.5-32B-Instruct on two H800s with TP2, 63K-token prompts. Is speculative decoding the cause?")
+    assert opening.startswith("Not shown yet") and "speculative decoding off" in opening
+
+
+def test_the_deployments_own_figures_answer_yes_or_probably_not():
+    """The motivating case: its KV figures are computed, so a question about the KV cache gets yes on
+    those figures, and one about the tokenizer gets 'probably not' with what would rule it out."""
+    yes = _opening("是 KV cache 不够导致的吗？", "--profile", str(SEED))
+    assert yes.startswith("是的") and "KV cache" in yes and "算出的数字" in yes
+    no = _opening("是 tokenizer 导致的吗？", "--profile", str(SEED))
+    assert no.startswith("多半不是") and "CPU" in no
+
+
+def test_a_why_question_opens_with_the_reasons_as_before():
+    opening = _opening("--profile", str(SEED))
+    assert not opening.startswith(("是的", "多半不是", "还不能确定", "部分是"))
