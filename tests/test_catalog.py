@@ -469,3 +469,15 @@ def test_memory_falls_back_to_marketed_gib_without_a_reported_figure() -> None:
     assert mi300x.memory_reported_mib is None
     assert mi300x.memory_bytes == 192 * 2**30
     assert math.isclose(get_gpu("L4").memory_gib, 23034 / 1024)
+
+
+def test_llama_3_is_its_own_entry_with_its_8k_context():
+    """"LLaMA-3-8B" and "Llama3-8B" are the first Llama 3 release (8,192 tokens), not Llama 3.1's
+    131,072: a default max_model_len sixteen times too long would misjudge what fits in the KV cache."""
+    from vllm_advisor.perf.catalog import get_model
+
+    for name in ("LLaMA-3-8B", "Llama3-8B", "meta-llama/Meta-Llama-3-8B-Instruct"):
+        spec = get_model(name)
+        assert (spec.name, spec.max_position_embeddings, spec.note) == ("Meta-Llama-3-8B-Instruct", 8192, None)
+    assert get_model("Llama3-70B").max_position_embeddings == 8192
+    assert get_model("Llama-3.1-8B").max_position_embeddings == 131072
