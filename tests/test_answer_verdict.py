@@ -72,3 +72,24 @@ def test_the_deployments_own_figures_answer_yes_or_probably_not():
 def test_a_why_question_opens_with_the_reasons_as_before():
     opening = _opening("--profile", str(SEED))
     assert not opening.startswith(("是的", "多半不是", "还不能确定", "部分是"))
+
+
+@pytest.mark.parametrize(
+    ("question", "cause"),
+    [  # found by a review of fitting-part reports, and probes written beside it (session 11)
+        ("是不是 context decode 这一步的问题？", "prefill_compute"),
+        ("是因为 CUDA graph 没开吗？", "cuda_graph"),  # "没开" in a question asks about it; it does not rule it out
+        ("Is chunked prefill causing this?", "chunked_prefill_interference"),
+        ("Is the KV cache too small, causing preemption?", "kv_capacity"),
+        ("Does --enforce-eager matter here, or is the bottleneck elsewhere?", "cuda_graph"),
+        ("Serving it with --enforce-eager, is that the reason?", "cuda_graph"),
+    ],
+)
+def test_more_ways_of_asking(question, cause):
+    asked = asked_causes(question)
+    assert asked is not None and asked.causes[0] == cause
+
+
+@pytest.mark.parametrize("question", ["Is there a reason max-num-seqs defaults to 256?", "Could you explain why --enforce-eager causes slowdowns in general?"])
+def test_requests_for_an_explanation_are_not_asked_verdicts(question):
+    assert asked_causes(question) is None

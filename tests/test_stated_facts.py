@@ -143,3 +143,43 @@ def test_a_longer_max_model_len_resolves_the_defaults_that_follow_it():
     cfg = engine.config
     assert cfg.max_model_len == 64_000 and cfg.source_of("max_model_len") == "derived"
     assert cfg.enable_chunked_prefill and cfg.max_num_batched_tokens == 512
+
+
+# Found by a review of 40 fitting-part reports asked as plain questions (session 11): the words below
+# are theirs or close to them.
+
+
+def test_a_card_someone_else_used_leaves_the_gpu_undecided():
+    assert read_stated_facts("我在 V100 上测试；也有人在 RTX 4090 上测过").gpu is None
+
+
+def test_ranges_counts_and_token_phrasings():
+    assert read_stated_facts("并发 1~4 时速度正常").concurrency == [1, 4]
+    assert read_stated_facts("concurrent_requests set to 128").concurrency == [128]
+    assert read_stated_facts("we send 100 requests at the same time").concurrency == [100]
+    assert read_stated_facts("客户端并发都调到 1000").concurrency == [1000]
+    said = read_stated_facts("prompts of 1000 input tokens with 200 output tokens on 单张 4090")
+    assert (said.input_len, said.output_len, said.gpu, said.num_gpus) == (1000, 200, "RTX-4090", 1)
+
+
+def test_names_the_catalog_lacks_are_said_to_be_missing_from_it_not_missing():
+    question = "We serve falcon-40b with vLLM on four NVIDIA T4 GPUs and get 10 tok/s at 8 concurrent requests. Why so slow?"
+    said = read_stated_facts(question)
+    assert (said.model, said.gpu, said.num_gpus) == ("falcon-40b", "T4", 4)
+    text = CliRunner().invoke(cli, ["ask", question, "--no-log"], catch_exceptions=False).output
+    assert "falcon-40b is not in the catalog" in text and "not given" not in text
+
+
+def test_words_about_another_engine_do_not_build_vllms_model():
+    """KTransformers offloads experts to the CPU: a DeepSeek-R1 'on one 4090' is not vLLM's deployment."""
+    inputs = gather(question="KTransformers 跑 DeepSeek-R1 Q4_K_M，单张 4090，每秒只有 8 个 token，为什么？")
+    assert inputs.stated.model is None and inputs.stated.gpu is None and inputs.engine is None
+
+
+def test_a_deployment_the_words_report_figures_for_ran():
+    """The words say it served 16 clients at 30 tok/s, so a memory model that says it cannot start
+    has its own inputs wrong (here: gpt-oss's native MXFP4 weights read as BF16): no memory finding."""
+    result = CliRunner().invoke(cli, ["ask", "Serving gpt-oss-120b with vLLM on one H100, we get 30 tok/s per request at 16 concurrent requests. Why is it slow?", "--json", "--no-log"], catch_exceptions=False)
+    data = json.loads(result.output)
+    assert any("yet this deployment ran" in n for n in data["notes"])
+    assert not {"memory_config", "kv_capacity"} & {f["cause"] for f in data["findings"][:3]}

@@ -77,19 +77,76 @@ def topics(question: str | None) -> list[Topic]:
     return [t for _, t in sorted(hits)]
 
 
-#: A sentence that asks whether something is the cause: a yes/no form ("is/was/could ... ?", "...吗？",
-#: 是不是/是否/会不会) with a causal word. "Can I fix it with X?" asks for advice, not a verdict.
-#: Clauses: a Chinese question often asks in the clause after a comma ("启动时加了 --enforce-eager，…，是这个参数导致的吗？").
-_SENTENCES = re.compile(r"[^.!?。！？\n,，;；]+[.!?。！？]?")
-_YES_NO_EN = re.compile(r"^\s*(?:(?:so|and|but|or)\s*,?\s*)?(?:is|are|was|were|does|do|did|could|would|might|may|can)\b.*[?？]\s*$", re.I)
-_YES_NO_ZH = re.compile(r"(吗|么|嘛)\s*[?？]?\s*$|是不是|是否|会不会")
-_CAUSAL = re.compile(r"\b(caus\w*|reasons?|because|due to|responsible|blame|culprit|bottleneck|behind)\b|导致|引起|造成|原因|因为|的问题|的锅|瓶颈|引发", re.I)
+#: A sentence that asks whether something is the cause: a yes/no form ("Is/Could ... ?" in one of its
+#: clauses, "...吗？", 是不是/是否/会不会) with a causal word. "Can I fix it with X?", "Could you explain
+#: why...", "Is there a reason X defaults to..." ask for advice or an explanation, not a verdict.
+_SENTENCES = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
+_CLAUSES = re.compile(r"[^,，;；]+")
+_YES_NO_EN = re.compile(r"^\s*(?:(?:so|and|but|or)\s+)?(?:is|are|was|were|does|do|did|could|would|might|may|can)\b", re.I)
+_NOT_A_VERDICT = re.compile(r"^\s*(?:(?:so|and|but|or)\s+)?(?:(?:could|can|would|will|do|does|did)\s+(?:you|someone|anyone|i|we)\b|is\s+there\s+(?:a|any)\s+(?:reason|way))", re.I)
+_YES_NO_ZH = re.compile(r"(吗|么|嘛)\s*[?？]?\s*$|是不是|是否|会不会|有没有可能")
+_CAUSAL = re.compile(r"\b(caus\w*|reasons?|because|due to|responsible|blame|culprit|bottleneck|behind|matters?)\b|导致|引起|造成|原因|因为|的问题|的锅|瓶颈|引发|影响", re.I)
 _POINTING = re.compile(r"\b(this|that|it|these|those)\b|这个|这些|这|那个|它", re.I)
+#: The causes as people name them in a question ("is the KV cache the bottleneck?", "是不是 context
+#: decode 这一步的问题？"), beside the cue phrases of the diagnosis (which describe symptoms, not names).
+CAUSE_WORDS: dict[str, re.Pattern[str]] = {
+    cause: re.compile(pattern, re.I)
+    for cause, pattern in {
+        "kv_quant": r"fp8 kv|kv[-_ ]cache[-_ ]dtype|kv ?(cache )?量化|kv[- ]cache quantiz",
+        "kv_capacity": r"kv[ -]?cache|kv 缓存|kv缓存",
+        "chunked_prefill_interference": r"chunked[ -]prefill|分块预填充",
+        "prefill_compute": r"\bprefill\b|预填充|context decode|prompt processing",
+        "preemption": r"preempt|抢占",
+        "queueing": r"\bqueue|排队",
+        "cuda_graph": r"cuda ?graphs?|enforce[-_]eager",
+        "tp_comm": r"tensor[ -]parallel|\btp\s?\d*\b|all-?reduce|\bnccl\b|张量并行|卡间通信",
+        "spec_decode": r"speculative|spec(ulative)?[ -]decod|\bmtp\b|\beagle\b|draft model|投机",
+        "prefix_cache": r"prefix[ -]cach|前缀缓存",
+        "detokenize": r"detokeni[sz]",
+        "cpu_frontend": r"tokeni[sz]er|api server|\bcpu\b|分词",
+        "attention_backend": r"attention backend|flash[ -]?attn|flashinfer|flash[ -]attention|注意力后端",
+        "memory_config": r"gpu[-_ ]memory[-_ ]utilization|显存配置",
+        "max_num_seqs_limit": r"max[-_]num[-_]seqs",
+        "batched_tokens_limit": r"max[-_]num[-_]batched[-_]tokens",
+        "version_regression": r"\b(new|newer) version|\bupgrad|regression|新版本|升级",
+        "disagg": r"disaggregat|pd 分离|kv transfer|\bnixl\b",
+        "decode_bandwidth": r"memory bandwidth|显存带宽",
+    }.items()
+}
+
+
+def _named(text: str) -> list[str]:
+    """The causes ``text`` names, by name or by a cue phrase, in the order it names them (a cue in a
+    question is not negated: "是因为 CUDA graph 没开吗？" asks about CUDA graphs)."""
+    from ..diagnosis.text_cues import causes_named
+
+    hits: dict[str, int] = {}
+    for cause, pattern in CAUSE_WORDS.items():
+        m = pattern.search(text)
+        if m and m.start() < hits.get(cause, len(text) + 1):
+            hits[cause] = m.start()
+    for cause in causes_named(text, negation=False):
+        hits.setdefault(cause, len(text))
+    return sorted(hits, key=lambda c: hits[c])
+
+
+def _asking_part(sentence: str) -> str | None:
+    """The part of a sentence that asks yes or no, as written (from its asking clause to its end), or None."""
+    clauses = list(_CLAUSES.finditer(sentence))
+    if _YES_NO_ZH.search(sentence):
+        for i, clause in enumerate(clauses):
+            if _YES_NO_ZH.search(clause.group()) or i == len(clauses) - 1:
+                return sentence[clause.start() :].strip()
+    if sentence.rstrip().endswith(("?", "？")):
+        for clause in clauses:
+            if _YES_NO_EN.search(clause.group()):
+                return None if _NOT_A_VERDICT.search(clause.group()) else sentence[clause.start() :].strip()
+    return None
 
 
 @dataclass(frozen=True)
 class Asked:
-    """A yes/no question about causes: the causes it names and the sentence that asks."""
+    """A yes/no question about causes: the causes it names and the words that ask."""
 
     causes: list[str]
     sentence: str
@@ -97,21 +154,22 @@ class Asked:
 
 def asked_causes(question: str | None) -> Asked | None:
     """The causes a yes/no question asks about ("Is --enforce-eager the reason?", "是这个参数导致的吗？"):
-    those its causal sentence names; when that sentence only points back ("this flag"), the one
-    cause the rest of the question names. None when no sentence asks for a verdict."""
+    those its asking part names; when that part only points back ("this flag"), the one cause the rest
+    of the question names. None when no sentence asks for a verdict."""
     from ..diagnosis.text_cues import causes_named
 
     if not question:
         return None
     for sentence in _SENTENCES.findall(question):
-        if not (_YES_NO_EN.search(sentence) or _YES_NO_ZH.search(sentence)) or not _CAUSAL.search(sentence):
+        asking = _asking_part(sentence)
+        if not asking or not _CAUSAL.search(asking):
             continue
-        named = causes_named(sentence)
-        if not named and _POINTING.search(sentence):
+        named = _named(asking)
+        if not named and _POINTING.search(asking):
             whole = causes_named(question)
             named = whole if len(whole) == 1 else []
         if named:
-            return Asked(named, sentence.strip())
+            return Asked(named, asking)
     return None
 
 

@@ -77,7 +77,8 @@ class DiagnosisInputs:
         """The deployment evidently ran: there are measured runs, a server log or metrics. Then a
         memory model that says it cannot fit has its own inputs wrong (a quantised checkpoint read
         as BF16, offloaded experts, more GPUs than given), not the user's settings."""
-        return bool(self.measured or self.server_logs or self.metrics_windows or self.metrics_summaries)
+        said = self.stated  # a deployment the words describe, with figures measured on it
+        return bool(self.measured or self.server_logs or self.metrics_windows or self.metrics_summaries or (said.reports_figures and (said.model or said.gpu)))
 
 
 #: Files read from one attached folder (a run folder holds a handful; a home directory is not one).
@@ -267,13 +268,13 @@ def facts_from_words(inputs: DiagnosisInputs) -> StatedFacts:
     if said.empty():
         return said
     dep, used = inputs.deployment, {}
-    for name in ("model", "gpu", "num_gpus"):
-        if getattr(dep, name) is None and getattr(said, name) is not None:
-            used[name] = getattr(said, name)
-    # a vLLM version named in a report about another engine is the one it was compared with
+    # words about another engine (KTransformers' CPU-offloaded experts, a GGUF file under llama.cpp,
+    # a comparison with SGLang) describe a deployment vLLM's model would misjudge, and a vLLM release
+    # they name is the one compared with: only a report about vLLM alone is read for its deployment
     vllm_only = dep.is_vllm and not names_another_engine(inputs.text)
-    if dep.vllm_version is None and said.vllm_version and vllm_only:
-        used["vllm_version"] = said.vllm_version
+    for name in ("model", "gpu", "num_gpus", "vllm_version"):
+        if getattr(dep, name) is None and getattr(said, name) is not None and vllm_only:
+            used[name] = getattr(said, name)
     tp_given = dep.serve_command or any(k in dep.flags for k in ("tensor_parallel_size", "tensor-parallel-size", "tp"))
     if said.tensor_parallel_size and not tp_given and vllm_only:
         used["tensor_parallel_size"] = said.tensor_parallel_size
@@ -283,6 +284,8 @@ def facts_from_words(inputs: DiagnosisInputs) -> StatedFacts:
             used[name] = getattr(said, name)
     if said.concurrency and not inputs.measured and not (w and (w.concurrency or w.request_rate)):
         used["concurrency"] = said.concurrency
+    if used:
+        used["reports_figures"] = said.reports_figures
     return StatedFacts(**used)
 
 

@@ -42,13 +42,13 @@ def detect_cues(inputs: DiagnosisInputs, board: Board) -> None:
                 board.add_text(cause, weight, Evidence(kind="text", origin="question", label=msg("ev.user_wrote"), value=quoted))
 
 
-def causes_named(text: str, min_weight: float = 0.8) -> list[str]:
+def causes_named(text: str, min_weight: float = 0.8, *, negation: bool = True) -> list[str]:
     """The causes ``text`` names by a cue of at least ``min_weight`` (not ruled out in the same
-    sentence), in the order the words name them: what a question such as "is --enforce-eager the
-    reason?" asks about. The weakest cues ("benchmark") name no cause."""
+    sentence, unless ``negation`` is off), in the order the words name them: what a question such
+    as "is --enforce-eager the reason?" asks about. The weakest cues ("benchmark") name no cause."""
     hits: list[tuple[int, str]] = []
     for cause, patterns in cue_table().items():
-        starts = [m.start() for weight, pattern in patterns if weight >= min_weight for m in pattern.finditer(text or "") if not _negated(text, m.end())]
+        starts = [m.start() for weight, pattern in patterns if weight >= min_weight for m in pattern.finditer(text or "") if not (negation and _negated(text, m.end()))]
         if starts:
             hits.append((min(starts), cause))
     return [cause for _, cause in sorted(hits)]

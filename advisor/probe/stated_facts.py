@@ -55,6 +55,23 @@ def _gpu_pattern() -> re.Pattern[str]:
     return _alternation([k for k in [*exact, *assumed] if not k.isdigit()], start=r"(?:(?<=\d[x×])|" + _A + ")", plural=True)
 
 
+#: A catalog GPU named by its number alone after a count ("单张 4090", "两块 3090", "2x 4090").
+_NUMBERED_GPU = re.compile(r"(?:[张块卡]|\d\s?[x×])\s?(?:rtx\s?)?(3090|4090)" + _Z, re.IGNORECASE)
+
+
+#: Accelerators people serve on that the GPU catalog does not hold: read so that the answer says
+#: "not in the catalog" rather than "not given", and so that a second card named beside a catalog
+#: one ("tested on a V100; someone else on an RTX 4090") leaves the GPU undecided.
+_OTHER_GPU = re.compile(
+    _A + r"((?:tesla\s?)?(?:v100|p100|p40|t4|a10g|a30|a40|l40|a5000|a4000|a16|k80)|(?:rtx\s?)?(?:2080|3080|3060|3070|4060|4070|4080|5080|5090)(?:\s?ti)?"
+    r"|rtx\s?(?:pro\s?)?6000|titan\s?\w+|(?:ascend\s?)?910[bc]\d?|mi(?:210|250x?|325x|355x)|gaudi\s?\d|trn[12]|inferentia\d?)s?" + _Z,
+    re.IGNORECASE,
+)
+#: A model name the catalog may not hold: a word with its size in billions ("falcon-40b", "Yi-34B-Chat",
+#: "qwen3-vl-30B-A3B"), read for the same reason.
+_OTHER_MODEL = re.compile(_A + r"([A-Za-z][A-Za-z0-9.]*(?:[-_][A-Za-z0-9.]+)*?[-_ ]?\d+(?:\.\d+)?[bB](?:[-_][A-Za-z0-9.]+)*)" + _Z)
+
+
 @functools.cache
 def _model_pattern() -> re.Pattern[str]:
     exact, assumed = model_catalog._index()
@@ -87,6 +104,7 @@ _SCALED = r"(?<![\d.])(\d+(?:\.\d+)?)\s*([kK万])"
 _INPUT = re.compile(
     _A + _TOKENS + r"[-\s]*tokens?[-\s]+(?:of\s+)?(?:long\s+)?(?:prompts?|inputs?|context)" + _Z
     + r"|" + _A + _SCALED + r"[-\s]+(?:long\s+)?(?:prompts?|inputs?)" + _Z
+    + r"|" + _A + _TOKENS + r"[-\s]*(?:input|prompt)[-\s]+tokens?" + _Z
     + r"|" + _A + r"(?<!system )(?:prompt|input)s?(?:[-\s]+(?:length|len|size))?\s*(?:of|is|=|:|：|~|≈)?\s*(?:about|around|~|≈)?\s*" + _TOKENS + r"(?:[-\s]*tokens?)?" + _Z
     + r"|(?:输入|提示词|上下文)(?:长度)?\s*(?:为|是|约|大约|[:：=~])?\s*(?:约)?\s*" + _TOKENS
     + r"|" + _TOKENS + r"\s*(?:tokens?|token\s*的)?\s*(?:的)?(?:输入|上下文|提示词)",
@@ -95,6 +113,7 @@ _INPUT = re.compile(
 _OUTPUT = re.compile(
     _A + _TOKENS + r"[-\s]*tokens?[-\s]+(?:of\s+)?(?:outputs?|generations?|completions?|responses?)" + _Z
     + r"|" + _A + _SCALED + r"[-\s]+(?:outputs?|completions?|responses?)" + _Z
+    + r"|" + _A + _TOKENS + r"[-\s]*(?:output|generated|completion)[-\s]+tokens?" + _Z
     + r"|" + _A + r"(?:output|max_tokens)s?(?:[-\s]+(?:length|len|size))?\s*(?:of|is|=|:|：|~|≈)?\s*(?:about|around|~|≈)?\s*" + _TOKENS + r"(?:[-\s]*tokens?)?" + _Z
     + r"|(?:输出|生成)(?:长度)?\s*(?:为|是|约|大约|[:：=~])?\s*(?:约)?\s*" + _TOKENS
     + r"|" + _TOKENS + r"\s*(?:tokens?|token\s*的)?\s*(?:的)?(?:输出)",
@@ -104,9 +123,17 @@ _CONCURRENCY = re.compile(
     _A + r"(\d{1,5})\s*(?:concurrent|parallel|simultaneous)(?:\s+(?:requests|clients|users|connections))?" + _Z
     + r"|" + _A + r"(\d{1,5})\s*(?:clients|users)" + _Z
     + r"|" + _A + r"(\d{1,5})(?=\s*(?:and|or|,|/|vs\.?)\s*\d{1,5}\s*(?:concurrent|parallel|clients|users)" + _Z + ")"
-    + r"|" + _A + r"concurrency\s*(?:of|=|:|is|level)?\s*(\d{1,5})" + _Z
-    + r"|并发\s*(?:数|度|量)?\s*(?:为|是|到|达到|设为|设成|开到|[:：=])?\s*(\d{1,5})"
+    + r"|" + _A + r"concurren(?:cy|t[_ ]requests|t[_ ]users)\s*(?:set to|of|=|:|is|level)?\s*(\d{1,5})" + _Z
+    + r"|" + _A + r"(\d{1,5})\s*requests?\s+(?:at (?:the same time|once)|simultaneously|concurrently|in parallel)" + _Z
+    + r"|并发\s*(?:数|度|量)?\s*(?:都|也)?\s*(?:为|是|到|达到|设为|设成|开到|调到|调成|提到|[:：=])?\s*(\d{1,5})(?:\s*[~～-]\s*(\d{1,5}))?"
     + r"|(\d{1,5})\s*(?:个|路)?\s*并发",
+    re.IGNORECASE,
+)
+
+
+#: A figure measured on a running server: a rate or a latency ("20 tok/s", "TTFT 15 s", "每秒 30 个 token").
+_FIGURE = re.compile(
+    r"\d\s*(?:tok(?:en)?s?\s*/\s*s|t/s|tokens?\s+per\s+second|req(?:uests?)?\s*/\s*s|ms\b|毫秒|秒)|(?:ttft|tpot|itl|latency|延迟|耗时)\D{0,12}\d",
     re.IGNORECASE,
 )
 
@@ -129,9 +156,12 @@ def _one(values: list) -> object | None:
 
 
 def _model(text: str) -> str | None:
-    """The model named, as written (so "-AWQ" stays in the name), when the words name one entry."""
+    """The model named, as written (so "-AWQ" stays in the name), when the words name one: a catalog
+    entry, or one name with a size in billions that the catalog lacks (the answer then says so)."""
     written: dict[str, str] = {}  # catalog entry -> the longest way the words wrote it
+    spans = []
     for m in _model_pattern().finditer(text):
+        spans.append((m.start(), (_MODEL_TAIL.match(text, m.end()) or m).end()))
         name, spec = m.group(1), None
         tail = _MODEL_TAIL.match(text, m.end())
         if tail:  # "Qwen2.5-32B-Instruct-AWQ": the longer name first, so a quantised checkpoint says so
@@ -140,6 +170,12 @@ def _model(text: str) -> str | None:
         spec = spec or model_catalog.find_model(name)
         if spec is not None and len(name) > len(written.get(spec.name, "")):
             written[spec.name] = name
+    for m in _OTHER_MODEL.finditer(text):
+        if any(a <= m.start(1) < b for a, b in spans):
+            continue
+        spec = model_catalog.find_model(m.group(1))
+        key = spec.name if spec is not None else m.group(1).lower()
+        written.setdefault(key, m.group(1))
     return next(iter(written.values())) if len(written) == 1 else None
 
 
@@ -148,12 +184,22 @@ def read_stated_facts(text: str | None) -> StatedFacts:
     text = (text or "")[:MAX_CHARS]
     if not text.strip():
         return StatedFacts()
-    gpus, counts = [], []
-    for m in _gpu_pattern().finditer(text):
+    gpus, counts, spans = {}, [], []  # catalog entry (or an uncatalogued card) -> how the words wrote it
+    named = []
+    for m in [*_gpu_pattern().finditer(text), *_NUMBERED_GPU.finditer(text)]:
         try:
-            gpus.append(gpu_catalog.get_gpu(m.group(1)).name)
+            spec = gpu_catalog.get_gpu(m.group(1))
         except gpu_catalog.UnknownCatalogEntry:
             continue
+        # "A100" is assumed to be the 80 GB SXM card: kept as written, so the engine model says so
+        gpus.setdefault(spec.name, m.group(1) if getattr(spec, "note", None) else spec.name)
+        spans.append(m.span(1))
+        named.append(m)
+    for m in _OTHER_GPU.finditer(text):
+        if not any(a <= m.start(1) < b for a, b in spans):  # "RTX 6000" inside a catalog name read above
+            gpus.setdefault(" ".join(m.group(1).upper().split()), " ".join(m.group(1).split()))
+            named.append(m)
+    for m in named:  # the count next to each card named: "two H800s", "8xH100", "H100 x 8", "两张 A800"
         before = _BEFORE_GPU.search(text[max(0, m.start() - 16) : m.start()])
         after = _AFTER_GPU.match(text[m.end() : m.end() + 12])
         counts.append(_count(before.group(1)) if before else _count(after.group(1)) if after else None)
@@ -162,16 +208,17 @@ def read_stated_facts(text: str | None) -> StatedFacts:
     num_gpus = _one(counts)
     if num_gpus is None and tp is not None and not any(counts):
         num_gpus = tp
-    concurrency = sorted({int(next(g for g in m.groups() if g)) for m in _CONCURRENCY.finditer(text)} - {0})
+    concurrency = sorted({int(g) for m in _CONCURRENCY.finditer(text) for g in m.groups() if g} - {0})
     return StatedFacts(
         model=_model(text),
-        gpu=_one(gpus),
+        gpu=next(iter(gpus.values())) if len(gpus) == 1 else None,
         num_gpus=num_gpus,
         tensor_parallel_size=tp,
         vllm_version=_one([m.group(1) for m in _VERSION.finditer(text)]),
         input_len=_one([_tokens(*_pair(m)) for m in _INPUT.finditer(text)]),
         output_len=_one([_tokens(*_pair(m)) for m in _OUTPUT.finditer(text)]),
         concurrency=[c for c in concurrency if c <= 100_000][:MAX_POINTS] if len(concurrency) <= 2 * MAX_POINTS else [],
+        reports_figures=bool(_FIGURE.search(text)),
     )
 
 

@@ -19,6 +19,10 @@ class StatedFacts(BaseModel):
     input_len: int | None = Field(None, ge=1, le=MAX_TOKENS)
     output_len: int | None = Field(None, ge=1, le=MAX_TOKENS)
     concurrency: list[int] = Field(default_factory=list)  # client counts, ascending
+    #: the words report figures of a running deployment (tok/s, ms, TTFT): the deployment they
+    #: describe ran, so a memory model that says it cannot start has its own inputs wrong
+    reports_figures: bool = False
 
     def empty(self) -> bool:
-        return not any(getattr(self, name) for name in type(self).model_fields)
+        """Nothing read that a field of the deployment or workload could take."""
+        return not any(getattr(self, name) for name in type(self).model_fields if name != "reports_figures")
