@@ -266,7 +266,7 @@ def facts_from_words(inputs: DiagnosisInputs) -> StatedFacts:
 
     said = read_stated_facts(inputs.text)
     if said.empty():
-        return said
+        return StatedFacts()
     dep, used = inputs.deployment, {}
     # words about another engine (KTransformers' CPU-offloaded experts, a GGUF file under llama.cpp,
     # a comparison with SGLang) describe a deployment vLLM's model would misjudge, and a vLLM release
