@@ -22,6 +22,13 @@ SEED = REPO / "examples" / "seed-qwen32b-h800-long-input.yaml"
         ("我用 vLLM 0.6.3 跑 Llama-3.1-8B，启动时加了 --enforce-eager，并发 32 时吞吐很低，是这个参数导致的吗？", "cuda_graph"),
         ("是 KV cache 不够导致的吗？", "kv_capacity"),
         ("Could the tokenizer be the bottleneck here?", "cpu_frontend"),
+        # found by a review of fitting-part reports, and probes written beside it (session 11)
+        ("是不是 context decode 这一步的问题？", "prefill_compute"),
+        ("是因为 CUDA graph 没开吗？", "cuda_graph"),  # "没开" in a question asks about it; it does not rule it out
+        ("Is chunked prefill causing this?", "chunked_prefill_interference"),
+        ("Is the KV cache too small, causing preemption?", "kv_capacity"),
+        ("Does --enforce-eager matter here, or is the bottleneck elsewhere?", "cuda_graph"),
+        ("Serving it with --enforce-eager, is that the reason?", "cuda_graph"),
     ],
 )
 def test_yes_no_questions_about_a_cause(question, cause):
@@ -36,6 +43,8 @@ def test_yes_no_questions_about_a_cause(question, cause):
         "Can I speed it up with --enable-chunked-prefill?",  # asks for advice
         "为什么40并发的时候生成速率变的这么慢？",
         "Is this expected?",  # names no cause
+        "Is there a reason max-num-seqs defaults to 256?",  # asks for an explanation
+        "Could you explain why --enforce-eager causes slowdowns in general?",
         None,
     ],
 )
@@ -72,24 +81,3 @@ def test_the_deployments_own_figures_answer_yes_or_probably_not():
 def test_a_why_question_opens_with_the_reasons_as_before():
     opening = _opening("--profile", str(SEED))
     assert not opening.startswith(("是的", "多半不是", "还不能确定", "部分是"))
-
-
-@pytest.mark.parametrize(
-    ("question", "cause"),
-    [  # found by a review of fitting-part reports, and probes written beside it (session 11)
-        ("是不是 context decode 这一步的问题？", "prefill_compute"),
-        ("是因为 CUDA graph 没开吗？", "cuda_graph"),  # "没开" in a question asks about it; it does not rule it out
-        ("Is chunked prefill causing this?", "chunked_prefill_interference"),
-        ("Is the KV cache too small, causing preemption?", "kv_capacity"),
-        ("Does --enforce-eager matter here, or is the bottleneck elsewhere?", "cuda_graph"),
-        ("Serving it with --enforce-eager, is that the reason?", "cuda_graph"),
-    ],
-)
-def test_more_ways_of_asking(question, cause):
-    asked = asked_causes(question)
-    assert asked is not None and asked.causes[0] == cause
-
-
-@pytest.mark.parametrize("question", ["Is there a reason max-num-seqs defaults to 256?", "Could you explain why --enforce-eager causes slowdowns in general?"])
-def test_requests_for_an_explanation_are_not_asked_verdicts(question):
-    assert asked_causes(question) is None

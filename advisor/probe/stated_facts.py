@@ -101,24 +101,22 @@ _TOKENS = (
 )
 #: "63K prompts" names a length only with its scale: "500 prompts" is a count of requests.
 _SCALED = r"(?<![\d.])(\d+(?:\.\d+)?)\s*([kK万])"
-_INPUT = re.compile(
-    _A + _TOKENS + r"[-\s]*tokens?[-\s]+(?:of\s+)?(?:long\s+)?(?:prompts?|inputs?|context)" + _Z
-    + r"|" + _A + _SCALED + r"[-\s]+(?:long\s+)?(?:prompts?|inputs?)" + _Z
-    + r"|" + _A + _TOKENS + r"[-\s]*(?:input|prompt)[-\s]+tokens?" + _Z
-    + r"|" + _A + r"(?<!system )(?:prompt|input)s?(?:[-\s]+(?:length|len|size))?\s*(?:of|is|=|:|：|~|≈)?\s*(?:about|around|~|≈)?\s*" + _TOKENS + r"(?:[-\s]*tokens?)?" + _Z
-    + r"|(?:输入|提示词|上下文)(?:长度)?\s*(?:为|是|约|大约|[:：=~])?\s*(?:约)?\s*" + _TOKENS
-    + r"|" + _TOKENS + r"\s*(?:tokens?|token\s*的)?\s*(?:的)?(?:输入|上下文|提示词)",
-    re.IGNORECASE,
-)
-_OUTPUT = re.compile(
-    _A + _TOKENS + r"[-\s]*tokens?[-\s]+(?:of\s+)?(?:outputs?|generations?|completions?|responses?)" + _Z
-    + r"|" + _A + _SCALED + r"[-\s]+(?:outputs?|completions?|responses?)" + _Z
-    + r"|" + _A + _TOKENS + r"[-\s]*(?:output|generated|completion)[-\s]+tokens?" + _Z
-    + r"|" + _A + r"(?:output|max_tokens)s?(?:[-\s]+(?:length|len|size))?\s*(?:of|is|=|:|：|~|≈)?\s*(?:about|around|~|≈)?\s*" + _TOKENS + r"(?:[-\s]*tokens?)?" + _Z
-    + r"|(?:输出|生成)(?:长度)?\s*(?:为|是|约|大约|[:：=~])?\s*(?:约)?\s*" + _TOKENS
-    + r"|" + _TOKENS + r"\s*(?:tokens?|token\s*的)?\s*(?:的)?(?:输出)",
-    re.IGNORECASE,
-)
+def _length_pattern(nouns: str, scaled_nouns: str, token_kind: str, keyword: str, zh_keyword: str, zh_after: str) -> re.Pattern[str]:
+    """A token length next to its words: "63K-token prompts", "63K prompts", "1000 input tokens",
+    "prompt length 2000", "输入 63K", "63K 的输入" (one pattern each for prompts and outputs)."""
+    return re.compile(
+        _A + _TOKENS + r"[-\s]*tokens?[-\s]+(?:of\s+)?" + nouns + _Z
+        + r"|" + _A + _SCALED + r"[-\s]+" + scaled_nouns + _Z
+        + r"|" + _A + _TOKENS + r"[-\s]*" + token_kind + r"[-\s]+tokens?" + _Z
+        + r"|" + _A + keyword + r"s?(?:[-\s]+(?:length|len|size))?\s*(?:of|is|=|:|：|~|≈)?\s*(?:about|around|~|≈)?\s*" + _TOKENS + r"(?:[-\s]*tokens?)?" + _Z
+        + r"|" + zh_keyword + r"(?:长度)?\s*(?:为|是|约|大约|[:：=~])?\s*(?:约)?\s*" + _TOKENS
+        + r"|" + _TOKENS + r"\s*(?:tokens?|token\s*的)?\s*(?:的)?" + zh_after,
+        re.IGNORECASE,
+    )
+
+
+_INPUT = _length_pattern(r"(?:long\s+)?(?:prompts?|inputs?|context)", r"(?:long\s+)?(?:prompts?|inputs?)", r"(?:input|prompt)", r"(?<!system )(?:prompt|input)", r"(?:输入|提示词|上下文)", r"(?:输入|上下文|提示词)")
+_OUTPUT = _length_pattern(r"(?:outputs?|generations?|completions?|responses?)", r"(?:outputs?|completions?|responses?)", r"(?:output|generated|completion)", r"(?:output|max_tokens)", r"(?:输出|生成)", r"(?:输出)")
 _CONCURRENCY = re.compile(
     _A + r"(\d{1,5})\s*(?:concurrent|parallel|simultaneous)(?:\s+(?:requests|clients|users|connections))?" + _Z
     + r"|" + _A + r"(\d{1,5})\s*(?:clients|users)" + _Z
