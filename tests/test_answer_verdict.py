@@ -81,3 +81,17 @@ def test_the_deployments_own_figures_answer_yes_or_probably_not():
 def test_a_why_question_opens_with_the_reasons_as_before():
     opening = _opening("--profile", str(SEED))
     assert not opening.startswith(("是的", "多半不是", "还不能确定", "部分是"))
+
+
+def test_a_weak_first_cause_is_possibly_not_yes():
+    """A question about a cause that leads at a low confidence gets "possibly", once (second review)."""
+    text = CliRunner().invoke(cli, ["ask", "聊天越久越慢，变慢是不是因为累积的上下文太长？", "--no-log"], catch_exceptions=False).output
+    opening = text.split("\n\n")[1]
+    assert opening.startswith("有可能") and "预填充" in opening
+    assert text.count("置信度") == 1  # the headline does not repeat the confidence the verdict gave
+
+
+def test_only_the_question_pointing_to_a_cause_never_makes_it_a_flat_headline():
+    text = CliRunner().invoke(cli, ["ask", "Serving Llama-3.1-8B-Instruct with vLLM on one H100. TTFT is 3 s at 16 concurrent requests. Is prefix caching the culprit?", "--no-log"], catch_exceptions=False).output
+    verdict, headline = text.split("\n\n")[1:3]
+    assert verdict.startswith("Not shown yet") and headline.startswith("Likeliest cause")

@@ -183,3 +183,21 @@ def test_a_deployment_the_words_report_figures_for_ran():
     data = json.loads(result.output)
     assert any("yet this deployment ran" in n for n in data["notes"])
     assert not {"memory_config", "kv_capacity"} & {f["cause"] for f in data["findings"][:3]}
+
+
+# Found by a second review (24 other fitting-part reports, session 11).
+
+
+def test_a_longer_name_the_catalog_lacks_is_not_cut_to_a_catalog_one():
+    """"DeepSeek-R1-Distill-Qwen-7B" is a 7B model, not the 671B DeepSeek-R1 its name begins with."""
+    assert read_stated_facts("serving DeepSeek-R1-Distill-Qwen-7B with vLLM on one L40S").model == "DeepSeek-R1-Distill-Qwen-7B"
+    assert read_stated_facts("we run a 0.5B model at 64 concurrent").model is None  # "a 0.5B" is no name
+    assert read_stated_facts("32k context on 2x H100").input_len == 32_000
+
+
+def test_words_that_say_vllm_is_not_what_runs_build_no_vllm_model():
+    question = "用 swift 直接推理 llava 72B 多模态模型（没有用 vllm），单张 A100，batch_size=1 时显卡利用率很低"
+    inputs = gather(question=question)
+    assert inputs.stated.model is None and inputs.engine is None and inputs.words_about_other_engine
+    text = CliRunner().invoke(cli, ["ask", question, "--no-log"], catch_exceptions=False).output
+    assert "另一个推理引擎" in text and "未提供模型" not in text

@@ -266,10 +266,10 @@ def at_work(f: Finding) -> bool:
     return f.confidence >= LIKELY or computed(f)
 
 
-def likeliest(f: Finding, language: str) -> str:
-    """The words that open a finding under one half: the likeliest cause at its confidence, not an
-    established one ("" at one half or more)."""
-    return phrase(language, "likeliest", pct=f"{round(100 * f.confidence)}%") if f.confidence < LIKELY else ""
+def likeliest(f: Finding, language: str, *, hedged: bool = False) -> str:
+    """The words that open a finding under one half (or ``hedged``: only the question points to it):
+    the likeliest cause at its confidence, not an established one ("" otherwise)."""
+    return phrase(language, "likeliest", pct=f"{round(100 * f.confidence)}%") if f.confidence < LIKELY or hedged else ""
 
 
 def others_lines(others: list[Finding], language: str, label) -> list[str]:
@@ -506,8 +506,12 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
             return [render(r, language).strip() + ("" if pending else markers(cited)), ""]
 
         for f in reply.findings:
-            if f.cause not in explained:
-                out += [f"{likeliest(f, language)}**{cause_title(language, f.cause)}**{p.stop}" + ("" if reply.reasons else markers(cited)), ""]
+            asked = f.cause == reply.asked
+            # only the question points to it: never stated as established; already weighed in the verdict: not twice
+            unshown = asked and reply.verdict.id.startswith("verdict.unshown")
+            if f.cause not in explained or unshown:
+                opener = "" if asked and reply.verdict.id == "verdict.possibly" else likeliest(f, language, hedged=unshown)
+                out += [f"{opener}**{cause_title(language, f.cause)}**{p.stop}" + ("" if reply.reasons else markers(cited)), ""]
                 continue
             for r in [r for r in pending if r in f.reasons]:
                 out += reason_line(r)
@@ -537,7 +541,7 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
     # (that the leading causes are undecided is said in the full analysis, beside the measurements that decide them)
     # what was set aside from the input, read from the words, or left the answer without a model or
     # sources, is said here
-    caveats = [render(n, language) for n in diagnosis.notes if n.id.startswith(("input.", "note.no_model", "note.model_not_in_catalog", "note.gpu_not_in_catalog", "note.kb_", "note.stated")) or (n.id.startswith(engine_notes) and not changes)]
+    caveats = [render(n, language) for n in diagnosis.notes if n.id.startswith(("input.", "note.no_model", "note.model_not_in_catalog", "note.gpu_not_in_catalog", "note.words_other_engine", "note.kb_", "note.stated")) or (n.id.startswith(engine_notes) and not changes)]
     if caveats:
         out += [f"- {c}" for c in caveats] + [""]
     out += [f"_{phrase(language, 'more')}_", ""]

@@ -95,7 +95,7 @@ CAUSE_WORDS: dict[str, re.Pattern[str]] = {
         "kv_quant": r"fp8 kv|kv[-_ ]cache[-_ ]dtype|kv ?(cache )?量化|kv[- ]cache quantiz",
         "kv_capacity": r"kv[ -]?cache|kv 缓存|kv缓存",
         "chunked_prefill_interference": r"chunked[ -]prefill|分块预填充",
-        "prefill_compute": r"\bprefill\b|预填充|context decode|prompt processing",
+        "prefill_compute": r"\bprefill\b|预填充|context decode|prompt processing|long (context|prompt|input)|(上下文|输入|历史).{0,6}(太长|过长|很长|变长)|长上下文|长输入",
         "preemption": r"preempt|抢占",
         "queueing": r"\bqueue|排队",
         "cuda_graph": r"cuda ?graphs?|enforce[-_]eager",
@@ -185,7 +185,7 @@ def supported(f: Finding, sentence: str) -> bool:
         if e.kind == "text" and isinstance(e.value, str):
             # the quote with the asking sentence cut out still names the cause: said elsewhere
             rest = e.value.strip("…").replace(sentence, " ")
-            if f.cause in causes_named(rest):
+            if f.cause in causes_named(rest) or f.cause in _named(rest):
                 return True
     return False
 
@@ -207,7 +207,10 @@ def verdict(asked: Asked | None, diagnosis: Diagnosis) -> Msg | None:
             return msg("verdict.unshown_other", cause=name, top=top_name, decide=msg(f"decide.{cause}"))
         return msg("verdict.unshown", cause=name, decide=msg(f"decide.{cause}"))
     if found is not None and found in leading(diagnosis):
-        return msg("verdict.likely_computed", cause=name) if computed(found) else msg("verdict.likely", cause=name, pct=pct)
+        if computed(found):
+            return msg("verdict.likely_computed", cause=name)
+        # first, but under one half: the likeliest of weak candidates, not a yes
+        return msg("verdict.likely" if found.confidence >= 0.5 else "verdict.possibly", cause=name, pct=pct)
     if found is not None and (found.confidence >= 0.5 or computed(found)):
         return msg("verdict.partly", cause=name, pct=pct, top=top_name)
     if found is not None:
@@ -225,6 +228,8 @@ class Reply:
     findings: list[Finding]
     figures: list[Evidence]
     verdict: Msg | None = None
+    #: the cause a yes/no question asked about (when a verdict was given)
+    asked: str | None = None
 
 
 KEY_FIGURES = 3
@@ -290,4 +295,6 @@ def direct_reply(question: str | None, diagnosis: Diagnosis) -> Reply:
             if e.value is None or e.kind in ("text", "source") or any((e.value, e.unit) == (x.value, x.unit) for x in figures):
                 continue
             figures.append(e)
-    return Reply(topics=asked, reasons=reasons, findings=used, figures=figures[:KEY_FIGURES], verdict=verdict(asked_causes(question), diagnosis))
+    yes_no = asked_causes(question)
+    said = verdict(yes_no, diagnosis)
+    return Reply(topics=asked, reasons=reasons, findings=used, figures=figures[:KEY_FIGURES], verdict=said, asked=yes_no.causes[0] if said is not None else None)

@@ -225,7 +225,7 @@ def stated_facts(said) -> list[Msg]:
     if said.output_len:
         out.append(msg("stated.output", tokens=q(said.output_len, "tokens")))
     if said.concurrency:
-        out.append(msg("stated.concurrency", clients=[str(c) for c in said.concurrency]))
+        out.append(msg("stated.concurrency", clients=", ".join(str(c) for c in said.concurrency)))
     return out
 
 
@@ -259,6 +259,8 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
             out.append(msg("note.max_model_len_served" if served else "note.max_model_len_assumed", tokens=q(cfg.max_model_len, "tokens")))
         if served_not_fit:
             out.append(msg("note.served_but_does_not_fit", kv=q(round(engine.memory.kv_cache_gib, 2), "GiB")))
+    elif inputs.engine_error and inputs.words_about_other_engine:  # named, but not a vLLM deployment
+        out.append(msg("note.words_other_engine"))
     elif inputs.engine_error and (not inputs.deployment.model or not inputs.deployment.gpu):
         missing = "both" if not inputs.deployment.model and not inputs.deployment.gpu else "model" if not inputs.deployment.model else "gpu"
         out.append(msg("note.no_model", missing=msg(f"not_given.{missing}")))

@@ -73,6 +73,18 @@ class DiagnosisInputs:
         return self.case.observations if self.case else []
 
     @property
+    def words_about_other_engine(self) -> bool:
+        """The words name a model or GPU that was not used because they are about another engine
+        (``facts_from_words``): the answer says so rather than "not given"."""
+        from ..probe.stated_facts import read_stated_facts
+        from .report_facts import names_another_engine
+
+        if self.stated.model or self.stated.gpu or (self.deployment.model and self.deployment.gpu):
+            return False
+        named = read_stated_facts(self.text)
+        return bool(named.model or named.gpu) and names_another_engine(self.text)
+
+    @property
     def served(self) -> bool:
         """The deployment evidently ran: there are measured runs, a server log or metrics. Then a
         memory model that says it cannot fit has its own inputs wrong (a quantised checkpoint read

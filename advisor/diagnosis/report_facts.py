@@ -58,17 +58,22 @@ ENGINES_IN_TEXT = (
 def engine_named_in_text(text: str) -> str | None:
     """The other engine a report's words are about: the first one they name (None when they also
     name vLLM, other than "not vLLM", or name none)."""
-    said = re.sub(r"(\bnot|instead of|rather than|without|不是|没有用|没用|未使用|而非|非)\s*(the\s+)?vllm" + _Z, " ", text or "", flags=re.I)
+    said = NOT_VLLM.sub(" ", text or "")
     if re.search(_A + r"vllm" + _Z, said, re.I):  # vLLM named too: a comparison, or a front end over vLLM
         return None
     found = [(m.start(), name) for name, pattern in ENGINES_IN_TEXT if (m := re.search(pattern, said, re.I))]
     return min(found)[1] if found else None  # the first one named (Ollama's "llama.cpp runner" comes after it)
 
 
+#: vLLM named only to say it is not what runs ("没有用 vllm", "not vLLM", "instead of vLLM").
+NOT_VLLM = re.compile(r"(\bnot|instead of|rather than|without|不是|没有用|没用|未使用|而非|非)\s*(the\s+)?vllm" + _Z, re.I)
+
+
 def names_another_engine(text: str) -> bool:
-    """The words name an engine other than vLLM at all (about it, or comparing it with vLLM): a
-    vLLM release or a parallelism they state may then be the other engine's setup."""
-    return any(re.search(pattern, text or "", re.I) for _, pattern in ENGINES_IN_TEXT)
+    """The words name an engine other than vLLM at all (about it, or comparing it with vLLM), or say
+    that vLLM is not what runs: a model, GPU, release or parallelism they state may then be another
+    engine's setup."""
+    return bool(NOT_VLLM.search(text or "")) or any(re.search(pattern, text or "", re.I) for _, pattern in ENGINES_IN_TEXT)
 
 
 #: GPUs and NPUs without FP8 tensor cores that the catalog may not list (Volta, Turing, Ampere, older

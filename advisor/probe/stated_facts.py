@@ -69,7 +69,7 @@ _OTHER_GPU = re.compile(
 )
 #: A model name the catalog may not hold: a word with its size in billions ("falcon-40b", "Yi-34B-Chat",
 #: "qwen3-vl-30B-A3B"), read for the same reason.
-_OTHER_MODEL = re.compile(_A + r"([A-Za-z][A-Za-z0-9.]*(?:[-_][A-Za-z0-9.]+)*?[-_ ]?\d+(?:\.\d+)?[bB](?:[-_][A-Za-z0-9.]+)*)" + _Z)
+_OTHER_MODEL = re.compile(_A + r"([A-Za-z][A-Za-z0-9.]*(?:[-_][A-Za-z0-9.]+)*?[-_]?\d+(?:\.\d+)?[bB](?:[-_][A-Za-z0-9.]+)*)" + _Z)
 
 
 @functools.cache
@@ -115,7 +115,7 @@ def _length_pattern(nouns: str, scaled_nouns: str, token_kind: str, keyword: str
     )
 
 
-_INPUT = _length_pattern(r"(?:long\s+)?(?:prompts?|inputs?|context)", r"(?:long\s+)?(?:prompts?|inputs?)", r"(?:input|prompt)", r"(?<!system )(?:prompt|input)", r"(?:输入|提示词|上下文)", r"(?:输入|上下文|提示词)")
+_INPUT = _length_pattern(r"(?:long\s+)?(?:prompts?|inputs?|context)", r"(?:long\s+)?(?:prompts?|inputs?|context)", r"(?:input|prompt)", r"(?<!system )(?:prompt|input)", r"(?:输入|提示词|上下文)", r"(?:输入|上下文|提示词)")
 _OUTPUT = _length_pattern(r"(?:outputs?|generations?|completions?|responses?)", r"(?:outputs?|completions?|responses?)", r"(?:output|generated|completion)", r"(?:output|max_tokens)", r"(?:输出|生成)", r"(?:输出)")
 _CONCURRENCY = re.compile(
     _A + r"(\d{1,5})\s*(?:concurrent|parallel|simultaneous)(?:\s+(?:requests|clients|users|connections))?" + _Z
@@ -163,8 +163,11 @@ def _model(text: str) -> str | None:
         name, spec = m.group(1), None
         tail = _MODEL_TAIL.match(text, m.end())
         if tail:  # "Qwen2.5-32B-Instruct-AWQ": the longer name first, so a quantised checkpoint says so
-            spec = model_catalog.find_model(text[m.start() : tail.end()])
-            name = text[m.start() : tail.end()] if spec is not None else name
+            name = text[m.start() : tail.end()]
+            spec = model_catalog.find_model(name)
+            if spec is None:  # "DeepSeek-R1-Distill-Qwen-7B" is another model than DeepSeek-R1: as written
+                written.setdefault(name.lower(), name)
+                continue
         spec = spec or model_catalog.find_model(name)
         if spec is not None and len(name) > len(written.get(spec.name, "")):
             written[spec.name] = name
