@@ -299,6 +299,8 @@ def test_kv_bytes_per_token_for_every_catalog_model_is_exact():
         "GLM-4-9B-Chat": gqa(40, 2, 128),
         "GLM-4.5": gqa(92, 8, 128),
         "GLM-4.5-Air": gqa(46, 8, 128),
+        "Meta-Llama-3-8B-Instruct": gqa(32, 8, 128),
+        "Meta-Llama-3-70B-Instruct": gqa(80, 8, 128),
         "Llama-3.1-405B-Instruct": gqa(126, 8, 128),
         "Llama-3.1-70B-Instruct": gqa(80, 8, 128),
         "Llama-3.1-8B-Instruct": gqa(32, 8, 128),

@@ -96,8 +96,9 @@ _VERSION = re.compile(
 #: A number and its scale, whole ("95.23", never "95.2" of it) and not a rate or a time ("95 tok/s",
 #: "20 minutes", "80 token/s").
 _TOKENS = (
-    r"(?<![\d.])(\d+(?:\.\d+)?)(?![\d.])\s*([kK万])?"
+    r"(?<![\d.\-~～])(\d+(?:\.\d+)?)(?![\d.])\s*([kK万])?"
     r"(?!\s*(?:tok(?:en)?s?\s*/|tokens?\s+per\b|t/s|个?\s*token\s*/|minutes?|mins?\b|seconds?|secs?\b|ms\b|s\b|%|分钟|秒))"
+    r"(?!\s*(?:-|–|~|～|to\s|到|至)\s*\d)"  # a range ("8k-16k tokens") names no one length: neither end is read
 )
 #: "63K prompts" names a length only with its scale: "500 prompts" is a count of requests.
 _SCALED = r"(?<![\d.])(\d+(?:\.\d+)?)\s*([kK万])"
