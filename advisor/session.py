@@ -123,21 +123,25 @@ class Session:
             return self._gathered
         with self._lock:
             if self._gathered is None:
-                from .diagnosis.inputs import gather
-
                 check()
-                self._gathered = gather(
-                    profile=self.profile, attachments=list(self.attachments), metrics=list(self.metrics), serve_cmd=self.serve_cmd,
-                    overrides=dict(self.overrides), calibrate=self.calibrate, prometheus=self.prometheus, scrape_kwargs=self.scrape_kwargs,
-                )
+                self._gathered = self._gather()
         return self._gathered
+
+    def _gather(self, question: str | None = None):
+        """``diagnosis.inputs.gather`` over the session's inputs (``question``: read for deployment facts)."""
+        from .diagnosis.inputs import gather
+
+        return gather(
+            question=question, profile=self.profile, attachments=list(self.attachments), metrics=list(self.metrics), serve_cmd=self.serve_cmd,
+            overrides=dict(self.overrides), calibrate=self.calibrate, prometheus=self.prometheus, scrape_kwargs=self.scrape_kwargs,
+        )
 
     def _gathered_with_words(self, base, question: str, check: Check):
         """The gathered inputs again, with ``question`` read for deployment facts, when it states one
         that the session's inputs lack ("Qwen2.5-32B on two H800s, 63K prompts, 40 clients"): the
         performance model then has something to compute. Kept per set of facts (a chat asks many
         questions; most state nothing new and share the session's own inputs)."""
-        from .diagnosis.inputs import facts_from_words, gather
+        from .diagnosis.inputs import facts_from_words
 
         probe = copy.copy(base)
         probe.question = question
@@ -148,10 +152,7 @@ class Session:
         with self._lock:
             if key not in self._with_words:
                 check()
-                self._with_words[key] = gather(
-                    question=question, profile=self.profile, attachments=list(self.attachments), metrics=list(self.metrics), serve_cmd=self.serve_cmd,
-                    overrides=dict(self.overrides), calibrate=self.calibrate, prometheus=self.prometheus, scrape_kwargs=self.scrape_kwargs,
-                )
+                self._with_words[key] = self._gather(question)
             return self._with_words[key]
 
     def inputs(self, question: str | None = None, *, language_of: str | None = None, check: Check = _no_check):

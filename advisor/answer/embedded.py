@@ -455,10 +455,10 @@ def compose(inputs, diagnosis: Diagnosis, sources: list[Citation], language: str
     """The whole answer; ``body`` replaces the part between the direct answer and the sources."""
     lines: list[str] = []
     if body is None:
-        from .question import asked_causes, verdict
+        from .question import question_verdict
 
         lines += [phrase(language, "h_answer"), ""]
-        said = verdict(asked_causes(_asked(inputs)), diagnosis) if inputs is not None else None
+        _, said = question_verdict(_asked(inputs), diagnosis)
         if said is not None:  # "is X the cause?" gets its yes or no before the reasons
             lines += [render(said, language).strip(), ""]
         lines += render_direct(diagnosis, language)

@@ -177,17 +177,21 @@ def supported(f: Finding, sentence: str) -> bool:
     """Something beyond the asking sentence points to the finding's cause: a figure measured,
     reported, modelled or configured, or the user's words elsewhere ("I start it with
     --enforce-eager"). The question's own words raise the cause's rank; they do not show it."""
-    from ..diagnosis.text_cues import causes_named
-
     for e in f.evidence:
         if e.kind in ("measured", "reported", "model", "config"):
             return True
-        if e.kind == "text" and isinstance(e.value, str):
-            # the quote with the asking sentence cut out still names the cause: said elsewhere
-            rest = e.value.strip("…").replace(sentence, " ")
-            if f.cause in causes_named(rest) or f.cause in _named(rest):
-                return True
+        # the quote with the asking sentence cut out still names the cause (by name or cue): said elsewhere
+        if e.kind == "text" and isinstance(e.value, str) and f.cause in _named(e.value.strip("…").replace(sentence, " ")):
+            return True
     return False
+
+
+def question_verdict(question: str | None, diagnosis: Diagnosis) -> tuple[str | None, Msg | None]:
+    """(the cause asked about, the verdict) for a yes/no question about a cause, else (None, None):
+    what both the short and the full answer open with."""
+    asked = asked_causes(question)
+    said = verdict(asked, diagnosis)
+    return (asked.causes[0] if said is not None else None), said
 
 
 def verdict(asked: Asked | None, diagnosis: Diagnosis) -> Msg | None:
@@ -295,6 +299,5 @@ def direct_reply(question: str | None, diagnosis: Diagnosis) -> Reply:
             if e.value is None or e.kind in ("text", "source") or any((e.value, e.unit) == (x.value, x.unit) for x in figures):
                 continue
             figures.append(e)
-    yes_no = asked_causes(question)
-    said = verdict(yes_no, diagnosis)
-    return Reply(topics=asked, reasons=reasons, findings=used, figures=figures[:KEY_FIGURES], verdict=said, asked=yes_no.causes[0] if said is not None else None)
+    cause, said = question_verdict(question, diagnosis)
+    return Reply(topics=asked, reasons=reasons, findings=used, figures=figures[:KEY_FIGURES], verdict=said, asked=cause)

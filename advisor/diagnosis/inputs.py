@@ -270,6 +270,10 @@ def gather(
     return inputs
 
 
+#: Deployment fields the user's words may fill (beside the TP flag and the workload).
+WORDS_FILL = ("model", "gpu", "num_gpus", "vllm_version")
+
+
 def facts_from_words(inputs: DiagnosisInputs) -> StatedFacts:
     """The deployment facts the user's words state (probe/stated_facts.py) that would fill fields the
     flags, the case file, a serve command and the attachments left unknown (nothing is changed)."""
@@ -284,7 +288,7 @@ def facts_from_words(inputs: DiagnosisInputs) -> StatedFacts:
     # a comparison with SGLang) describe a deployment vLLM's model would misjudge, and a vLLM release
     # they name is the one compared with: only a report about vLLM alone is read for its deployment
     vllm_only = dep.is_vllm and not names_another_engine(inputs.text)
-    for name in ("model", "gpu", "num_gpus", "vllm_version"):
+    for name in WORDS_FILL:
         if getattr(dep, name) is None and getattr(said, name) is not None and vllm_only:
             used[name] = getattr(said, name)
     tp_given = dep.serve_command or any(k in dep.flags for k in ("tensor_parallel_size", "tensor-parallel-size", "tp"))
@@ -305,7 +309,7 @@ def _fill_from_words(inputs: DiagnosisInputs) -> None:
     """Fill what ``facts_from_words`` finds; ``inputs.stated`` keeps it, so the answer says what it read."""
     said = facts_from_words(inputs)
     dep = inputs.deployment
-    for name in ("model", "gpu", "num_gpus", "vllm_version"):
+    for name in WORDS_FILL:
         if getattr(said, name) is not None:
             setattr(dep, name, getattr(said, name))
     if said.tensor_parallel_size:

@@ -160,9 +160,9 @@ def _model(text: str) -> str | None:
     written: dict[str, str] = {}  # catalog entry -> the longest way the words wrote it
     spans = []
     for m in _model_pattern().finditer(text):
-        spans.append((m.start(), (_MODEL_TAIL.match(text, m.end()) or m).end()))
         name, spec = m.group(1), None
         tail = _MODEL_TAIL.match(text, m.end())
+        spans.append((m.start(), (tail or m).end()))
         if tail:  # "Qwen2.5-32B-Instruct-AWQ": the longer name first, so a quantised checkpoint says so
             name = text[m.start() : tail.end()]
             spec = model_catalog.find_model(name)
