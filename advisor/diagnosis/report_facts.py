@@ -17,9 +17,15 @@ QUANTISED_NAME = re.compile(r"awq|gptq|gguf|\bq[2-8](_k)?(_[msl])?\b|int[48]|w[4
 
 
 def weights_quantised(inputs: DiagnosisInputs) -> bool:
-    """The deployment's weights are already quantised (a setting, or the checkpoint's name)."""
+    """The deployment's weights are already quantised (a setting, the checkpoint's name, or the format
+    the catalog knows its published weights ship in: gpt-oss's MXFP4, DeepSeek-V3's FP8)."""
+    from ..perf.catalog.models import find_model
+
     dep = inputs.deployment
-    return bool(dep.quantization or inputs.engine_args.quantization or QUANTISED_NAME.search(dep.model or ""))
+    if dep.quantization or inputs.engine_args.quantization or QUANTISED_NAME.search(dep.model or ""):
+        return True
+    spec = find_model(dep.model) if dep.model else None
+    return bool(spec and spec.checkpoint_quantization)
 
 
 #: Engines a report may name in its own words (display name, pattern). The advice is vLLM's: a user

@@ -47,6 +47,7 @@ WEIGHT_BYTES = {
     "int8": 1.0,
     "w8a8": 1.0,
     "exl3": 0.53,
+    "w4a16": 0.53,
 }
 
 KV_BYTES = {"bfloat16": 2.0, "float16": 2.0, "half": 2.0, "auto": 2.0, "float32": 4.0, "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0}

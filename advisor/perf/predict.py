@@ -109,7 +109,9 @@ def build_engine_model(
     notes = list(cfg.notes) + ([raised] if raised else [])
     if getattr(model, "note", None):
         notes.append(model.note)
-    quant = engine_args.quantization or deployment.quantization
+    # the checkpoint's own format (an "-AWQ" copy, gpt-oss's MXFP4 experts, DeepSeek-V3's FP8) when no
+    # setting names one: vLLM reads it from the checkpoint, the user need not pass --quantization
+    quant = engine_args.quantization or deployment.quantization or model.checkpoint_quantization
     mem = estimate_memory(model, gpu, cfg, quantization=quant, dtype=dtype, params=memory_params)
     tp = cfg.tensor_parallel_size
     per_engine = tp * cfg.pipeline_parallel_size

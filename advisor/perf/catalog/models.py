@@ -31,6 +31,14 @@ _VARIANT_SUFFIXES = ("-instruct", "-chat", "-it", "-hf", "-base")
 _QUANT_SUFFIX = re.compile(
     r"-(awq|gptq(-int[48])?|int[48]|fp8(-dynamic)?|w4a16|w8a8|w8a16|bnb-4bit|4bit|8bit|nvfp4|mxfp4|gguf|mlx)$"
 )
+#: The weight format (memory.WEIGHT_BYTES's key) each suffix names. vLLM reads a checkpoint's format
+#: from its quantization_config, so a served "-AWQ" copy holds 4-bit weights without --quantization.
+#: GGUF and MLX files name no single width (and are not vLLM's formats): their weights stay unknown.
+_SUFFIX_FORMAT = {
+    "awq": "awq", "gptq": "gptq", "gptq-int4": "gptq", "gptq-int8": "int8", "int4": "w4a16", "int8": "int8",
+    "fp8": "fp8", "fp8-dynamic": "fp8", "w4a16": "w4a16", "w8a8": "w8a8", "w8a16": "int8",
+    "bnb-4bit": "bitsandbytes", "4bit": "bitsandbytes", "8bit": "int8", "nvfp4": "nvfp4", "mxfp4": "mxfp4",
+}
 
 
 class VisionTowerSpec(BaseModel):
@@ -487,7 +495,10 @@ def find_model(name: str) -> ModelSpec | None:
                 f"'{text}' is a quantized ({quant.group(1).upper()}) copy of {spec.name}: "
                 "same architecture, different weight format"
             )
-            return spec.model_copy(update={"note": "; ".join(n for n in (q_note, note) if n)})
+            update = {"note": "; ".join(n for n in (q_note, note) if n)}
+            if quant.group(1) in _SUFFIX_FORMAT:
+                update["checkpoint_quantization"] = _SUFFIX_FORMAT[quant.group(1)]
+            return spec.model_copy(update=update)
     return None
 
 
