@@ -47,7 +47,7 @@ def test_dev_case_questions(shared_dir):
     said = read_stated_facts(questions["club3090-356-tp2-no-p2p"])
     assert (said.gpu, said.tensor_parallel_size) == ("RTX-3090", 2)
     said = read_stated_facts(questions["sglang-922-16k-ttft-a6000"])  # "a single A6000 48GB with Llama-3.1-70B AWQ"
-    assert (said.model, said.gpu, said.num_gpus) == ("Llama-3.1-70B", "RTX-A6000", 1)
+    assert (said.model, said.gpu, said.num_gpus) == ("Llama-3.1-70B-AWQ", "RTX-A6000", 1)
 
 
 @pytest.mark.parametrize(
@@ -179,11 +179,18 @@ def test_words_about_another_engine_do_not_build_vllms_model():
 
 def test_a_deployment_the_words_report_figures_for_ran():
     """The words say it served 16 clients at 30 tok/s, so a memory model that says it cannot start
-    has its own inputs wrong (here: gpt-oss's native MXFP4 weights read as BF16): no memory finding."""
-    result = CliRunner().invoke(cli, ["ask", "Serving gpt-oss-120b with vLLM on one H100, we get 30 tok/s per request at 16 concurrent requests. Why is it slow?", "--json", "--no-log"], catch_exceptions=False)
+    has its own inputs wrong (here: a 70B model on one 80 GB card must have run quantised, which the
+    words do not say): no memory finding."""
+    result = CliRunner().invoke(cli, ["ask", "Serving Llama-3.1-70B-Instruct with vLLM on one H100, we get 30 tok/s per request at 16 concurrent requests. Why is it slow?", "--json", "--no-log"], catch_exceptions=False)
     data = json.loads(result.output)
     assert any("yet this deployment ran" in n for n in data["notes"])
     assert not {"memory_config", "kv_capacity"} & {f["cause"] for f in data["findings"][:3]}
+
+
+def test_gpt_oss_is_modelled_in_its_own_mxfp4_weights():
+    """The reviewer's case of session 11: gpt-oss-120b on one H100 was read as BF16 and "would not start"."""
+    inputs = gather(question="Serving gpt-oss-120b with vLLM on one H100, we get 30 tok/s per request at 16 concurrent requests. Why is it slow?")
+    assert inputs.engine is not None and inputs.engine.memory.fits
 
 
 # Found by a second review (24 other fitting-part reports, session 11).
@@ -202,3 +209,24 @@ def test_words_that_say_vllm_is_not_what_runs_build_no_vllm_model():
     assert inputs.stated.model is None and inputs.engine is None and inputs.words_about_other_engine
     text = CliRunner().invoke(cli, ["ask", question, "--no-log"], catch_exceptions=False).output
     assert "另一个推理引擎" in text and "未提供模型" not in text
+
+
+@pytest.mark.parametrize(
+    ("text", "model"),
+    [
+        ("Qwen2.5-72B AWQ on 2 A100s is slow", "Qwen2.5-72B-AWQ"),
+        ("Qwen2.5-72B-Instruct (AWQ) on one 4090", "Qwen2.5-72B-Instruct-AWQ"),
+        ("我用 Qwen3-32B FP8 跑在 H20 上", "Qwen3-32B-FP8"),
+        ("Qwen3-32B fp8 kv cache on H100", "Qwen3-32B"),  # the cache's format, not the weights'
+        ("Llama-3.1-70B-Instruct GPTQ-Int4 tp2", "Llama-3.1-70B-Instruct-GPTQ-Int4"),
+    ],
+)
+def test_a_weight_format_written_after_the_name_joins_it(text, model):
+    assert read_stated_facts(text).model == model
+
+
+def test_a_stated_awq_checkpoint_is_modelled_at_four_bits():
+    """"Qwen2.5-72B AWQ on two A100s": 4-bit weights leave room for KV; read as BF16 they would not."""
+    inputs = gather(question="Qwen2.5-72B AWQ on two A100-80GB, tp2, 2K prompts, 32 clients: why is TTFT high?")
+    assert inputs.engine is not None and inputs.engine.model.checkpoint_quantization == "awq"
+    assert inputs.engine.memory.weights_gib < 25

@@ -79,6 +79,18 @@ def _model_pattern() -> re.Pattern[str]:
 
 
 _MODEL_TAIL = re.compile(r"(?:[-_.][A-Za-z0-9]+){1,3}")
+#: A weight format written after the model's name with a space ("Qwen2.5-72B AWQ", "Llama-3-70B (FP8)"):
+#: joined to the name as its suffix, so the catalog models the checkpoint at that width. An FP8 that
+#: goes on to name the KV cache ("Qwen3-32B fp8 kv cache") is the cache's, not the weights'.
+_QUANT_AFTER = re.compile(
+    r"\s?[(（]?\s?(awq|gptq(?:[-_ ]int[48])?|int[48]|fp8|w4a16|w8a8|nvfp4|mxfp4)" + _Z + r"(?!\s*[-_]?kv)", re.IGNORECASE
+)
+
+
+def _with_format(text: str, end: int, name: str) -> str:
+    """``name`` with the weight format written right after it (``end``), if any."""
+    fmt = _QUANT_AFTER.match(text, end)
+    return f"{name}-{re.sub(r'[ _]', '-', fmt.group(1))}" if fmt else name
 _TP = re.compile(_A + r"(?:tp|tensor[-_ ]parallel(?:[-_ ]size)?)\s*(?:=|:|：)?\s*(\d{1,3})" + _Z, re.IGNORECASE)
 _GPUS_GENERIC = re.compile(
     _A + _COUNT + r"\s*(?:x\s*|×\s*)?(?:gpus|gpu|cards|张卡|块卡|张显卡|块显卡|卡)" + _Z + r"|" + _COUNT + r"\s*(?:张|块)\s*(?:gpu|显卡|卡)",
@@ -165,6 +177,8 @@ def _model(text: str) -> str | None:
         spans.append((m.start(), (tail or m).end()))
         if tail:  # "Qwen2.5-32B-Instruct-AWQ": the longer name first, so a quantised checkpoint says so
             name = text[m.start() : tail.end()]
+        name = _with_format(text, (tail or m).end(), name)
+        if name != m.group(1):
             spec = model_catalog.find_model(name)
             if spec is None:  # "DeepSeek-R1-Distill-Qwen-7B" is another model than DeepSeek-R1: as written
                 written.setdefault(name.lower(), name)
@@ -175,9 +189,10 @@ def _model(text: str) -> str | None:
     for m in _OTHER_MODEL.finditer(text):
         if any(a <= m.start(1) < b for a, b in spans):
             continue
-        spec = model_catalog.find_model(m.group(1))
+        name = _with_format(text, m.end(1), m.group(1))
+        spec = model_catalog.find_model(name)
         key = spec.name if spec is not None else m.group(1).lower()
-        written.setdefault(key, m.group(1))
+        written.setdefault(key, name)
     return next(iter(written.values())) if len(written) == 1 else None
 
 
