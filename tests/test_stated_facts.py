@@ -230,3 +230,8 @@ def test_a_stated_awq_checkpoint_is_modelled_at_four_bits():
     inputs = gather(question="Qwen2.5-72B AWQ on two A100-80GB, tp2, 2K prompts, 32 clients: why is TTFT high?")
     assert inputs.engine is not None and inputs.engine.model.checkpoint_quantization == "awq"
     assert inputs.engine.memory.weights_gib < 25
+
+
+@pytest.mark.parametrize(("text", "version"), [("vLLM 0.18.0rc1 is slower than 0.17", "0.18.0rc1"), ("built vLLM v0.10.1.dev3 from source", "0.10.1.dev3"), ("vllm==0.8.5.post1 on H100", "0.8.5.post1")])
+def test_pre_releases_and_builds_are_read_whole(text, version):
+    assert read_stated_facts(text).vllm_version == version

@@ -98,9 +98,10 @@ _GPUS_GENERIC = re.compile(
 )
 _BEFORE_GPU = re.compile(_COUNT + r"\s*(?:x|×|\*|张|块|片|卡|个)?\s*(?:nvidia\s+|英伟达\s*)?$", re.IGNORECASE)
 _AFTER_GPU = re.compile(r"^s?\s*(?:x|×|\*)\s*(\d{1,4})" + _Z, re.IGNORECASE)
-#: "vLLM 0.6.3", "vllm==0.8.5", "vLLM v0.10.1" (a release is 0.x or, later, 1.x/2.x: "vLLM 51.4 tok/s" is a rate)
+#: "vLLM 0.6.3", "vllm==0.8.5", "vLLM v0.10.1", "vLLM 0.18.0rc1" (a release is 0.x or, later, 1.x/2.x:
+#: "vLLM 51.4 tok/s" is a rate)
 _VERSION = re.compile(
-    _A + r"vllm\s*(?:==|version|版本|v)?\s*[:：=]?\s*v?([0-2]\.\d{1,3}(?:\.\d{1,3})?(?:\.post\d+)?)(?![\d.])"
+    _A + r"vllm\s*(?:==|version|版本|v)?\s*[:：=]?\s*v?([0-2]\.\d{1,3}(?:\.\d{1,3})?(?:\.post\d+|\.?rc\d+|\.dev\d+)?)(?![\d.])"
     r"(?!\s*(?:tok(?:en)?s?\s*/|tokens?\s+per\b|t/s|x\b|×|倍|%|ms\b|s\b|秒))" + _Z,
     re.IGNORECASE,
 )
