@@ -90,3 +90,45 @@ def test_the_memory_fraction_in_words_is_read_as_a_number():
     assert said("--mem-fraction-static 0.82 vs --gpu-memory-utilization=0.95") == 0.95
     assert said("raised gpu-memory-utilization from 0.9 to 0.95") is None  # a change asked about, not the value in use
     assert said("no memory settings mentioned") is None
+
+
+def test_missing_prefix_hits_get_the_reasons_hits_are_lost_not_fresh_prompts():
+    """Two reviews (session 12) found "measure with distinct prompts (a fresh seed)" told to users whose
+    complaint is zero hits: the advice for inflated hits answered the opposite complaint."""
+    for case in ("reederey87-glm53-16-prefix-cache-zero-hits-sub-block-prompts", "vllm-ascend-10313-qwen35-prefix-cache-off-by-default"):
+        ids = [r.change.id for r in _changes(case)]
+        assert "rec.prefix_cache_no_hits" in ids and "rec.prefix_cache_1" not in ids, case
+    ids = [r.change.id for r in _changes("vllm-52884-bench-loop-warm-prefix-cache")]  # warm-cache inflation
+    assert "rec.prefix_cache_no_hits" not in ids
+
+
+@pytest.mark.parametrize(
+    ("text", "missing"),
+    [
+        ("prefix_cache_hits_total stays at zero", True), ("0% prefix cache hit rate", True), ("命中率为 0", True),
+        ("前缀缓存没有命中", True), ("the cache is never reused across turns", True),
+        ("hit rate of 91%", False), ("the same prompt hits the cache, so results look fast", False), ("hit rate 0.45", False),
+    ],
+)
+def test_words_that_say_prefix_hits_are_missing(text, missing):
+    from vllm_advisor.diagnosis.report_facts import NO_PREFIX_REUSE
+
+    assert bool(NO_PREFIX_REUSE.search(text)) is missing
+
+
+def test_speculation_at_one_stream_is_not_told_to_switch_off_at_high_concurrency():
+    ids = [r.change.id for r in _changes("vllm-49547-flashinfer-spec-decode-piecewise-gb10")]  # concurrency 1
+    assert "rec.spec_decode_low_load" in ids and "rec.spec_decode_1" not in ids
+
+
+def test_another_packages_release_is_not_offered_as_a_vllm_release():
+    """"v0.24.0 ships FlashInfer 0.6.12": the release to go back to is vLLM's 0.24.0, never 0.6.12."""
+    flags = _flags("flashinfer-3935-sm120-long-prefill-11pct-after-0-6-13")
+    assert "pip install vllm==0.24.0" in flags and not any("0.6.1" in f for f in flags)
+
+
+def test_requests_served_one_after_another_are_told_to_find_what_serialises_them():
+    ids = [r.change.id for r in _changes("deepspeed-mii-325-restful-api-0-61-req-s")]  # a REST gateway, one request at a time
+    assert "rec.queueing_serialised" in ids and "rec.queueing_1" not in ids
+    ids = [r.change.id for r in _changes("vllm-54101-bench-excludes-client-queueing")]  # a real queue: unchanged
+    assert "rec.queueing_1" in ids

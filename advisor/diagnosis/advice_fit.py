@@ -19,7 +19,8 @@ from ..schema.message import msg
 from .inputs import DiagnosisInputs
 from .causes import WEIGHT_QUANT_FLAG
 from .report_facts import (
-    HF_TRANSFORMERS, catalog_gpu, engine_named_in_text, fp8_weights_unsupported, offline_run, platform_named, weights_quantised,
+    HF_TRANSFORMERS, catalog_gpu, engine_named_in_text, fp8_weights_unsupported, highest_concurrency, offline_run, platform_named,
+    prefix_reuse_missing, requests_serialised, weights_quantised,
 )
 
 #: The first vLLM release that has a flag or command (conservative: a release known to have it). A
@@ -63,6 +64,13 @@ def vllm_release(inputs: DiagnosisInputs) -> tuple[int, int] | None:
 
 
 VERSION_IN_TEXT = re.compile(r"(?<![\d.])v?(0\.\d{1,2}\.\d{1,2}(?:\.post\d)?)(?![\d.])")
+#: Packages whose 0.x releases a report names beside vLLM's (a reviewer's find: "pip install vllm==0.6.12"
+#: offered where 0.6.12 was the FlashInfer release).
+OTHER_PACKAGE_BEFORE = re.compile(
+    r"(flashinfer|flash[-_ ]?attn|flash[- ]attention|torch|pytorch|transformers|triton|xformers|sglang|lmcache|nccl|cuda|driver|python|ray|"
+    r"lmdeploy|ollama|mlx|omlx|llama\.cpp|tensorrt|trt-llm|tgi|deepgemm|aiter|vllm-ascend|vllm_ascend|nixl|ucx|dynamo|aibrix|guidellm)[^\n,;]{0,12}$",
+    re.I,
+)
 
 
 def _key(version: str) -> tuple[int, ...]:
@@ -74,7 +82,9 @@ def previous_release(inputs: DiagnosisInputs) -> str | None:
     run (``0.21.0`` in "fast on v0.21.0, slow on v0.23.0"; ``0.5.0`` in "slower with each release,
     0.5.0 -> 0.5.4 -> 0.6.2"); None when the words name none."""
     current = inputs.deployment.vllm_version
-    named = {m.group(1) for m in VERSION_IN_TEXT.finditer(inputs.text or "")}
+    text = inputs.text or ""
+    # a version right after another package's name is that package's ("FlashInfer 0.6.12", "torch 2.5.1")
+    named = {m.group(1) for m in VERSION_IN_TEXT.finditer(text) if not OTHER_PACKAGE_BEFORE.search(text[max(0, m.start() - 24) : m.start()])}
     if not current or not named:
         return None
     older = [v for v in named if _key(v) < _key(current)]
@@ -131,6 +141,14 @@ def _reworded(rec: Recommendation, inputs: DiagnosisInputs) -> None:
         rec.flag, rec.change = None, msg("rec.cpu_frontend_offline")
     if rec.change.id == "rec.cuda_graph_1" and not inputs.engine_args.enforce_eager:
         rec.change = msg("rec.cuda_graph_sizes")  # "drop --enforce-eager" only to a user who set it
+    if rec.change.id == "rec.prefix_cache_1" and prefix_reuse_missing(inputs):
+        # hits are missing, not inflated: "measure with fresh prompts" answers the opposite complaint
+        rec.flag, rec.change = None, msg("rec.prefix_cache_no_hits")
+    if rec.change.id == "rec.queueing_1" and requests_serialised(inputs):
+        rec.flag, rec.change = None, msg("rec.queueing_serialised")  # the queue is made by what serialises the requests
+    if rec.change.id == "rec.spec_decode_1" and (highest_concurrency(inputs) or 99) <= 2:
+        # one or two streams: "off at high concurrency" does not apply; the drafts or the drafter's cost do
+        rec.change = msg("rec.spec_decode_low_load")
 
 
 def fit_to_deployment(rec: Recommendation, inputs: DiagnosisInputs) -> Recommendation | None:

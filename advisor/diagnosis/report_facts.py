@@ -141,3 +141,45 @@ def offline_run(inputs: DiagnosisInputs) -> bool:
     if inputs.deployment.serve_command or re.search(r"vllm serve|api[_ ]server|openai|http|server|服务", text, re.I):
         return False
     return bool(re.search(r"offline|离线|llm\.generate|" + _A + r"LLM\(", text, re.I))
+
+
+#: The words say prefix reuse is missing ("0% prefix cache hits", "the cache is never reused", "命中率为 0"),
+#: not inflated: the advice is then to find why hits are lost, not to measure with fresh prompts.
+NO_PREFIX_REUSE = re.compile(
+    r"(?:\b(?:zero|0|0\.0|no|none|poor|low)\s*%?\s*(?:prefix[- ]?)?(?:cache\s*)?(?:hits?|hit[- ]rate|reuse)\b"
+    r"|hits?(?:_total|[- ]?rate)?\s*(?:(?:is|are|was|were|of|stays?|stayed|remains?|remained|drops?|dropped|falls?|fell|goes|went|to|at|only|=|:)\s*){0,3}(?:zero\b|0(?:\.0+)?\s*%?(?![\d.]))"
+    r"|\b(?:never|not|isn't|is\s+not|aren't|doesn't|don't|no\s+longer)\s+(?:being\s+)?(?:hit|reused?|hitting|reusing)\b"
+    r"|\bno\s+(?:cache\s+)?(?:reuse|hits)\b"
+    r"|命中率?\s*(?:为|是|只有|仅|都是|一直是|始终为|=|：|:)?\s*0(?![\d.])|(?:没有|没|未|无法|不)\s*(?:命中|复用)|命中率\s*(?:很低|极低|低)|缓存\s*(?:没有|未|不)\s*生效)",
+    re.I,
+)
+
+
+def prefix_reuse_missing(inputs: DiagnosisInputs) -> bool:
+    """The report's words say prefix-cache hits are missing or near zero."""
+    return bool(NO_PREFIX_REUSE.search(inputs.text or ""))
+
+
+def highest_concurrency(inputs: DiagnosisInputs) -> int | None:
+    """The most concurrent requests the report ran at: measured load points, the case's workload, or
+    the words; None when none is known."""
+    known = [r.offered_concurrency for r in inputs.measured if r.offered_concurrency]
+    if inputs.case and inputs.case.workload and inputs.case.workload.concurrency:
+        known.append(inputs.case.workload.concurrency)
+    known += list(inputs.stated.concurrency or [])
+    return max(known) if known else None
+
+
+#: The words say requests are served one after another ("one at a time", "sent sequentially", "串行"):
+#: the queue is made by whatever serialises them, and "keep the offered load below the service rate"
+#: answers a different question (a reviewer's find, session 12: 6 of 56 reports).
+SERIALISED = re.compile(
+    r"\bone\s+(?:request\s+)?(?:at\s+a\s+time|by\s+one|after\s+(?:the\s+)?(?:other|another))\b|\bsequential(?:ly)?\b|\bserial(?:ly|i[sz]ed?|i[sz]ing)?\b"
+    r"|\bnot\s+(?:run|processed|handled|served|executed)\s+(?:in\s+parallel|concurrently)\b|串行|一个一个|逐个处理|逐条|依次处理|只能处理一个|一次只(?:处理|能处理|跑)一个",
+    re.I,
+)
+
+
+def requests_serialised(inputs: DiagnosisInputs) -> bool:
+    """The report's words say its requests are handled one after another."""
+    return bool(SERIALISED.search(inputs.text or ""))
