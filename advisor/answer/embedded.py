@@ -526,9 +526,11 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
     engine_notes = ("note.other_engine", "note.engine_named", "note.platform_named")
     if changes:
         out += [phrase(language, "h_change"), ""]
-        # whose flags these are comes before them (a report about another engine)
-        for n in [n for n in diagnosis.notes if n.id.startswith(engine_notes)]:
-            out += [f"_{render(n, language)}_", ""]
+        # whose flags these are comes before them (a report about another engine); with no flag
+        # below, a line about "the flags below" points at nothing (a reviewer's find, session 12)
+        if any(r.flag for _, r in changes):
+            for n in [n for n in diagnosis.notes if n.id.startswith(engine_notes)]:
+                out += [f"_{render(n, language)}_", ""]
         for i, (f, r) in enumerate(changes, start=1):
             line = f"{i}. **{render(r.change, language).strip()}**"
             if r.flag:
@@ -546,8 +548,13 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
         out += [f"- {c}" for c in caveats] + [""]
     out += [f"_{phrase(language, 'more')}_", ""]
     body = "\n".join(out)
-    shown = {int(n) for n in re.findall(r"\[(\d+)\]", body)}
-    listed = [c for c in sources if c.number in shown]
+    # the short answer cites a few of the full analysis' sources: numbered 1..k in the order they
+    # first appear, so its list has no gaps ("[1], [3], [5]" read as sources gone missing)
+    order = list(dict.fromkeys(int(n) for n in re.findall(r"\[(\d+)\]", body)))
+    by_number = {c.number: c for c in sources}
+    new_number = {old: k for k, old in enumerate((n for n in order if n in by_number), start=1)}
+    body = re.sub(r"\[(\d+)\]", lambda m: f"[{new_number.get(int(m.group(1)), m.group(1))}]", body)
+    listed = [by_number[old].model_copy(update={"number": k}) for old, k in new_number.items()]
     return body.rstrip() + "\n\n" + "\n".join(render_sources(listed, language)).rstrip() + "\n"
 
 

@@ -80,12 +80,19 @@ def topics(question: str | None) -> list[Topic]:
 #: A sentence that asks whether something is the cause: a yes/no form ("Is/Could ... ?" in one of its
 #: clauses, "...吗？", 是不是/是否/会不会) with a causal word. "Can I fix it with X?", "Could you explain
 #: why...", "Is there a reason X defaults to..." ask for advice or an explanation, not a verdict.
-_SENTENCES = re.compile(r"[^.!?。！？\n]+[.!?。！？]?")
+_SENTENCES = re.compile(r"(?:[^.!?。！？\n]|(?<=\d)\.(?=\d))+[.!?。！？]?")  # "v0.28.0" is no sentence end
 _CLAUSES = re.compile(r"[^,，;；]+")
 _YES_NO_EN = re.compile(r"^\s*(?:(?:so|and|but|or)\s+)?(?:is|are|was|were|does|do|did|could|would|might|may|can)\b", re.I)
 _NOT_A_VERDICT = re.compile(r"^\s*(?:(?:so|and|but|or)\s+)?(?:(?:could|can|would|will|do|does|did)\s+(?:you|someone|anyone|i|we)\b|is\s+there\s+(?:a|any)\s+(?:reason|way))", re.I)
 _YES_NO_ZH = re.compile(r"(吗|么|嘛)\s*[?？]?\s*$|是不是|是否|会不会|有没有可能")
-_CAUSAL = re.compile(r"\b(caus\w*|reasons?|because|due to|responsible|blame|culprit|bottleneck|behind|matters?)\b|导致|引起|造成|原因|因为|的问题|的锅|瓶颈|引发|影响", re.I)
+#: Words that ask whether something is at fault: "the cause", "the bottleneck", and also "a regression",
+#: "broken", "slowing it down", "the problem" (a reviewer's probes of session 12: "Is the prefix cache
+#: broken on this build?" and "Is this a regression in v0.28.0?" got no verdict line).
+_CAUSAL = re.compile(
+    r"\b(caus\w*|reasons?|because|due to|responsible|blame|culprit|bottleneck|behind|matters?|regress\w*|broken|bug(?:s|gy)?|hurt\w*"
+    r"|slow\w*\s+(?:\w+\s+)?down|the\s+(?:problem|issue))\b|导致|引起|造成|原因|因为|的问题|的锅|瓶颈|引发|影响|坏了|缺陷|拖慢|有问题",
+    re.I,
+)
 _POINTING = re.compile(r"\b(this|that|it|these|those)\b|这个|这些|这|那个|它", re.I)
 #: The causes as people name them in a question ("is the KV cache the bottleneck?", "是不是 context
 #: decode 这一步的问题？"), beside the cue phrases of the diagnosis (which describe symptoms, not names).
