@@ -235,3 +235,17 @@ def test_a_stated_awq_checkpoint_is_modelled_at_four_bits():
 @pytest.mark.parametrize(("text", "version"), [("vLLM 0.18.0rc1 is slower than 0.17", "0.18.0rc1"), ("built vLLM v0.10.1.dev3 from source", "0.10.1.dev3"), ("vllm==0.8.5.post1 on H100", "0.8.5.post1")])
 def test_pre_releases_and_builds_are_read_whole(text, version):
     assert read_stated_facts(text).vllm_version == version
+
+
+@pytest.mark.parametrize(
+    ("text", "version"),
+    [
+        ("Upgrading vLLM from v0.24.0 to v0.25.0 cost 8% of prefill. vLLM v0.24.0 ships FlashInfer 0.6.12.", "0.25.0"),
+        ("vllm 0.8.5 -> 0.9.2 made TTFT worse", "0.9.2"),
+        ("we upgraded to vLLM 0.10.1 and it is slower", "0.10.1"),
+        ("升级到 0.10.1 之后 vllm 变慢了", "0.10.1"),
+    ],
+)
+def test_the_release_upgraded_to_is_the_one_that_runs(text, version):
+    """A reviewer's find (session 12): the first release named was read as the user's."""
+    assert read_stated_facts(text).vllm_version == version

@@ -232,12 +232,28 @@ def read_stated_facts(text: str | None) -> StatedFacts:
         gpu=next(iter(gpus.values())) if len(gpus) == 1 else None,
         num_gpus=num_gpus,
         tensor_parallel_size=tp,
-        vllm_version=_one([m.group(1) for m in _VERSION.finditer(text)]),
+        vllm_version=_version(text),
         input_len=_one([_tokens(*_pair(m)) for m in _INPUT.finditer(text)]),
         output_len=_one([_tokens(*_pair(m)) for m in _OUTPUT.finditer(text)]),
         concurrency=[c for c in concurrency if c <= 100_000][:MAX_POINTS] if len(concurrency) <= 2 * MAX_POINTS else [],
         reports_figures=bool(_FIGURE.search(text)),
     )
+
+
+#: "upgrading vLLM from v0.24.0 to v0.25.0", "vllm 0.8.5 -> 0.9.2", "升级到 0.10.1": the release run now is
+#: the one upgraded to (a reviewer's find: the first release named was read as the user's).
+_RELEASE = r"v?([0-2]\.\d{1,3}(?:\.\d{1,3})?(?:\.post\d+|\.?rc\d+|\.dev\d+)?)(?![\d.])"
+_UPGRADE = re.compile(
+    _A + r"vllm" + _Z + r"[^。.\n]{0,40}?(?:from\s+)?" + _RELEASE + r"\s*(?:to|->|→|=>|升级到|升到|到)\s*" + _RELEASE
+    + r"|(?:upgrad\w*|updat\w*|moved?|switch\w*)\s+(?:vllm\s+)?to\s+(?:vllm\s+)?" + _RELEASE + r"|(?:升级|更新)(?:vllm)?\s*(?:到|至)\s*(?:vllm\s*)?" + _RELEASE,
+    re.IGNORECASE,
+)
+
+
+def _version(text: str) -> str | None:
+    """The vLLM release the words say runs: the one upgraded to, else the one release named after "vLLM"."""
+    upgraded = [m.group(2) or m.group(3) or m.group(4) for m in _UPGRADE.finditer(text)]
+    return _one(upgraded) or _one([m.group(1) for m in _VERSION.finditer(text)])
 
 
 def _pair(m: re.Match[str]) -> tuple[str, str | None]:
