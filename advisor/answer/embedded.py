@@ -548,13 +548,10 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
         out += [f"- {c}" for c in caveats] + [""]
     out += [f"_{phrase(language, 'more')}_", ""]
     body = "\n".join(out)
-    # the short answer cites a few of the full analysis' sources: numbered 1..k in the order they
-    # first appear, so its list has no gaps ("[1], [3], [5]" read as sources gone missing)
-    order = list(dict.fromkeys(int(n) for n in re.findall(r"\[(\d+)\]", body)))
-    by_number = {c.number: c for c in sources}
-    new_number = {old: k for k, old in enumerate((n for n in order if n in by_number), start=1)}
-    body = re.sub(r"\[(\d+)\]", lambda m: f"[{new_number.get(int(m.group(1)), m.group(1))}]", body)
-    listed = [by_number[old].model_copy(update={"number": k}) for old, k in new_number.items()]
+    # the full analysis' numbers are kept (gaps and all): Answer.sources, `/sources N` in the chat and
+    # `/details` read the same numbers as the markers here
+    shown = {int(n) for n in re.findall(r"\[(\d+)\]", body)}
+    listed = [c for c in sources if c.number in shown]
     return body.rstrip() + "\n\n" + "\n".join(render_sources(listed, language)).rstrip() + "\n"
 
 
