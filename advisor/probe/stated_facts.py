@@ -98,11 +98,13 @@ _GPUS_GENERIC = re.compile(
 )
 _BEFORE_GPU = re.compile(_COUNT + r"\s*(?:x|×|\*|张|块|片|卡|个)?\s*(?:nvidia\s+|英伟达\s*)?$", re.IGNORECASE)
 _AFTER_GPU = re.compile(r"^s?\s*(?:x|×|\*)\s*(\d{1,4})" + _Z, re.IGNORECASE)
-#: "vLLM 0.6.3", "vllm==0.8.5", "vLLM v0.10.1", "vLLM 0.18.0rc1" (a release is 0.x or, later, 1.x/2.x:
-#: "vLLM 51.4 tok/s" is a rate)
+#: A vLLM release as written, whole ("0.8.5", "v0.10.1", "0.6.3.post1", "0.18.0rc1", "0.10.1.dev3"): a
+#: release is 0.x or, later, 1.x/2.x.
+_RELEASE = r"v?([0-2]\.\d{1,3}(?:\.\d{1,3})?(?:\.post\d+|\.?rc\d+|\.dev\d+)?)(?![\d.])"
+#: "vLLM 0.6.3", "vllm==0.8.5", "vLLM v0.10.1", "vLLM 0.18.0rc1" ("vLLM 51.4 tok/s" is a rate)
 _VERSION = re.compile(
-    _A + r"vllm\s*(?:==|version|版本|v)?\s*[:：=]?\s*v?([0-2]\.\d{1,3}(?:\.\d{1,3})?(?:\.post\d+|\.?rc\d+|\.dev\d+)?)(?![\d.])"
-    r"(?!\s*(?:tok(?:en)?s?\s*/|tokens?\s+per\b|t/s|x\b|×|倍|%|ms\b|s\b|秒))" + _Z,
+    _A + r"vllm\s*(?:==|version|版本|v)?\s*[:：=]?\s*" + _RELEASE
+    + r"(?!\s*(?:tok(?:en)?s?\s*/|tokens?\s+per\b|t/s|x\b|×|倍|%|ms\b|s\b|秒))" + _Z,
     re.IGNORECASE,
 )
 
@@ -242,7 +244,6 @@ def read_stated_facts(text: str | None) -> StatedFacts:
 
 #: "upgrading vLLM from v0.24.0 to v0.25.0", "vllm 0.8.5 -> 0.9.2", "升级到 0.10.1": the release run now is
 #: the one upgraded to (a reviewer's find: the first release named was read as the user's).
-_RELEASE = r"v?([0-2]\.\d{1,3}(?:\.\d{1,3})?(?:\.post\d+|\.?rc\d+|\.dev\d+)?)(?![\d.])"
 _UPGRADE = re.compile(
     _A + r"vllm" + _Z + r"[^。.\n]{0,40}?(?:from\s+)?" + _RELEASE + r"\s*(?:to|->|→|=>|升级到|升到|到)\s*" + _RELEASE
     + r"|(?:upgrad\w*|updat\w*|moved?|switch\w*)\s+(?:vllm\s+)?to\s+(?:vllm\s+)?" + _RELEASE + r"|(?:升级|更新)(?:vllm)?\s*(?:到|至)\s*(?:vllm\s*)?" + _RELEASE,
