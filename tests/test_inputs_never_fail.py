@@ -63,6 +63,40 @@ def test_foreign_serve_command_in_a_case_is_mapped(tmp_path) -> None:
     assert inputs.engine is not None  # the model still ran
 
 
+def test_foreign_flags_in_a_profile_are_mapped_with_a_note(tmp_path) -> None:
+    def edit(d):
+        d["deployment"]["serve_command"] = None
+        d["deployment"]["engine"] = "sglang"
+        d["deployment"]["flags"] = {"chunked_prefill_size": 1024, "max_running_requests": 8, "schedule_policy": "lpm", "max_prefill_tokens": "oops"}
+    case = _write_case(tmp_path, DEV / "sglang-922-16k-ttft-a6000.yaml", edit)
+    inputs = gather(profile=case)
+    assert (inputs.engine_args.max_num_batched_tokens, inputs.engine_args.max_num_seqs) == (1024, 8)
+    note = next(n for n in inputs.skipped if n.code == "serve_cmd_engine")
+    assert note.source == "deployment.flags"
+    assert "--max-running-requests -> --max-num-seqs" in note.detail and "--schedule-policy" in note.detail
+
+
+def test_foreign_flags_note_is_worded_in_the_askers_language(tmp_path) -> None:
+    """The note is typed (engine, rewrites, flags kept aside, approximations): a Chinese answer says
+    it in Chinese around the flags, an English one in English."""
+    from vllm_advisor.diagnosis.engine import diagnosis_notes
+    from vllm_advisor.messages import render
+
+    def edit(d):
+        d["deployment"]["serve_command"] = None
+        d["deployment"]["engine"] = "sglang"
+        d["deployment"]["flags"] = {"mem_fraction_static": 0.85, "schedule_policy": "lpm"}
+    case = _write_case(tmp_path, DEV / "sglang-922-16k-ttft-a6000.yaml", edit)
+    inputs = gather(profile=case)
+    for language, words in (("zh", ("参数已按对应的 vLLM 参数读取", "近似")), ("en", ("flags read as vLLM's", "approximate"))):
+        lines = [render(m, language) for m in diagnosis_notes(inputs)]
+        mapped = next(line for line in lines if "--mem-fraction-static -> --gpu-memory-utilization" in line)
+        assert words[0] in mapped and "--schedule-policy" in mapped
+        assert any(words[1] in line and "--gpu-memory-utilization" in line for line in lines)
+        if language == "zh":
+            assert "flags read" not in " ".join(lines) and "approximate" not in " ".join(lines)
+
+
 def test_bad_fields_are_left_out_with_a_note(tmp_path) -> None:
     def edit(d):
         d["workload"]["concurrency"] = "lots"

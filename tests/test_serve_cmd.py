@@ -360,6 +360,26 @@ def test_sglang_chunked_prefill_off_and_tgi_command() -> None:
     assert (args.quantization, args.max_num_seqs) == ("awq", 32)
 
 
+def test_profile_flags_of_sglang_and_tgi_read_as_vllms() -> None:
+    """A profile saying ``engine: sglang`` writes SGLang's flag names under ``flags``: they set the
+    vLLM quantities they correspond to, as in a command; vLLM names and environment variables stay
+    as they are, and a command, when given, wins."""
+    flags = {"tp": 4, "chunked_prefill_size": 256, "max_running_requests": 32, "--mem-fraction-static": 0.88,
+             "disable_radix_cache": True, "enable_dp_attention": True, "max_model_len": 8192, "SGLANG_FOO": "1"}
+    args = engine_args_for(Deployment(engine="sglang", model="m", flags=flags))
+    assert (args.tensor_parallel_size, args.max_num_batched_tokens, args.max_num_seqs) == (4, 256, 32)
+    assert args.gpu_memory_utilization == 0.88 and args.enable_prefix_caching is False and args.max_model_len == 8192
+    assert args.extra["sglang_enable_dp_attention"] is True and args.env["SGLANG_FOO"] == "1"
+    assert engine_args_for(Deployment(engine="sglang", flags={"chunked_prefill_size": -1})).enable_chunked_prefill is False
+    assert engine_args_for(Deployment(engine="sglang", flags={"disable_radix_cache": False})).enable_prefix_caching is None
+    both = Deployment(engine="sglang", serve_command="python -m sglang.launch_server --model-path m --tp 2", flags={"tp": 8})
+    assert engine_args_for(both).tensor_parallel_size == 2
+    tgi = engine_args_for(Deployment(engine="tgi", flags={"num_shard": 2, "max_batch_prefill_tokens": 4096, "max_batch_size": 16}))
+    assert (tgi.tensor_parallel_size, tgi.max_num_batched_tokens, tgi.max_num_seqs) == (2, 4096, 16)
+    # the same names under vLLM are not vLLM's: kept aside, nothing typed
+    assert engine_args_for(Deployment(engine="vllm", flags={"chunked_prefill_size": 256})).max_num_batched_tokens is None
+
+
 def test_vllm_docker_command_still_vllm() -> None:
     cmd = ('docker run --runtime nvidia --gpus all -v ~/.cache/huggingface:/root/.cache/huggingface '
            '--env "HF_HUB_OFFLINE=1" -p 8000:8000 --ipc=host vllm/vllm-openai:latest --model mistralai/Mistral-7B-v0.1 -tp 2')

@@ -99,11 +99,26 @@ def _versions(inputs: DiagnosisInputs, board: Board, cfg, text: str) -> None:
         board.add("version_regression", 1.0, cfg("vllm_version", inputs.deployment.vllm_version))
 
 
+def _chunked_prefill_on(inputs: DiagnosisInputs) -> bool:
+    """Chunked prefill as set, else as the engine's defaults have it: on in the V1 engine (0.8 and
+    later, and a version not given), and in SGLang and TGI, which chunk by default; the modelled
+    configuration says it when there is one."""
+    chunked = inputs.engine_args.enable_chunked_prefill
+    if chunked is not None:
+        return bool(chunked)
+    if (inputs.deployment.engine or "").strip().lower() in ("sglang", "tgi"):
+        return True
+    if inputs.engine is not None:
+        return bool(inputs.engine.config.enable_chunked_prefill)
+    version = parse_version(inputs.deployment.vllm_version)
+    return version is None or version >= (0, 8, 0)
+
+
 def _batched_tokens(inputs: DiagnosisInputs, board: Board, cfg, text: str) -> None:
     args = inputs.engine_args
     budget = args.max_num_batched_tokens
     inp = inputs.input_len
-    if budget and inp and budget < inp and args.enable_chunked_prefill:
+    if budget and inp and budget < inp and _chunked_prefill_on(inputs):
         chunks = -(-inp // budget)
         offline = any(w in text for w in ("offline", "throughput", "benchmark_throughput"))
         board.add(

@@ -270,7 +270,14 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
         out.append(msg("note.engine_error", reason=inputs.engine_error))
     skipped = list(getattr(inputs, "skipped", []) or [])
     for note in skipped:  # typed by the gatherer: worded here, not copied from its English line
-        out.append(msg(f"input.{note.code}", where=" ".join(x for x in (note.source or "", f"[{note.field}]" if note.field else "") if x), detail=note.detail))
+        where = " ".join(x for x in (note.source or "", f"[{note.field}]" if note.field else "") if x)
+        if note.code == "serve_cmd_engine" and note.engine:
+            mapped = "; ".join(note.mapped) or msg("input.flags_none")
+            key = "input.engine_flags_kept" if note.kept else "input.engine_flags"
+            out.append(msg(key, where=where, engine=note.engine, mapped=mapped, kept=", ".join(note.kept)))
+            out.extend(msg(f"input.flag_approx.{a}", engine=note.engine) for a in note.approx)
+        else:
+            out.append(msg(f"input.{note.code}", where=where, detail=note.detail))
     said = {note.text() for note in skipped}
     # the memory model's own "will not start" line gives way to note.served_but_does_not_fit
     memory_notes = list(engine.memory.notes) if engine is not None and not served_not_fit else []

@@ -334,9 +334,23 @@ def _serve_command(inputs: DiagnosisInputs, cmd: str) -> None:
     inputs.deployment.num_gpus = inputs.deployment.num_gpus or parsed.num_gpus
 
 
+def _engine_note(engine: str, source: str, mapped: list[str], kept: list[str], approx: list[str]) -> InputNote:
+    """Which of another engine's flags became which of vLLM's, and which have no counterpart
+    (``kept``: their ``<engine>_<name>`` keys). ``detail`` is the English line of logs and JSON;
+    the answer words the typed fields."""
+    from ..probe.foreign_flags import ENGINE_NAMES
+
+    name = ENGINE_NAMES.get(engine, engine)
+    flags = ["--" + k.split("_", 1)[1].replace("_", "-") for k in sorted(kept)]
+    detail = f"{name} flags read as vLLM's: " + ("; ".join(mapped) or "none")
+    if flags:
+        detail += "; no vLLM equivalent: " + ", ".join(flags)
+    return InputNote(code="serve_cmd_engine", source=source, detail=detail, engine=name, mapped=list(mapped), kept=flags, approx=list(dict.fromkeys(approx)))
+
+
 def _engine_args(inputs: DiagnosisInputs) -> EngineArgs:
     """Typed engine arguments; another engine's command is said once (which flags became which)."""
-    from ..probe.foreign_flags import ENGINE_NAMES
+    from ..probe.foreign_flags import ENGINE_NAMES, flags_to_args, translate
     from ..probe.serve_cmd import engine_args_for, parse_command
 
     dep = inputs.deployment
@@ -349,11 +363,14 @@ def _engine_args(inputs: DiagnosisInputs) -> EngineArgs:
         else:
             if parsed.engine != "vllm":
                 dep.engine = dep.engine if dep.engine not in (None, "vllm") else parsed.engine
-                kept = sorted(k.split("_", 1)[1].replace("_", "-") for k, v in parsed.values.items() if k.startswith(parsed.engine + "_"))
-                detail = f"{ENGINE_NAMES.get(parsed.engine, parsed.engine)} flags read as vLLM's: " + ("; ".join(parsed.mapped) or "none")
-                if kept:
-                    detail += "; no vLLM equivalent: " + ", ".join("--" + k for k in kept)
-                inputs.set_aside(InputNote(code="serve_cmd_engine", source="serve command", detail=detail))
+                kept = [k for k in parsed.values if k.startswith(parsed.engine + "_")]
+                inputs.set_aside(_engine_note(parsed.engine, "serve command", parsed.mapped, kept, parsed.approx))
+    engine = (dep.engine or "").strip().lower()
+    if engine in ENGINE_NAMES and engine != "vllm" and dep.flags:
+        foreign, _ = flags_to_args(engine, dep.flags)
+        if foreign:
+            translated = translate(engine, foreign)
+            inputs.set_aside(_engine_note(engine, "deployment.flags", translated.mapped, list(translated.kept), translated.approx))
     try:
         return engine_args_for(dep)
     except AdvisorError as exc:  # the command and the flags refused together: keep the command's

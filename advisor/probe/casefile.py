@@ -229,7 +229,7 @@ def load_case_lenient(path: str | Path) -> tuple[CaseFile, list[InputNote]]:
             dep.serve_command = None
     for key, value in list(dep.flags.items()):
         try:
-            engine_args_for(Deployment(flags={key: value}))
+            engine_args_for(Deployment(engine=dep.engine, flags={key: value}))
         except AdvisorError as exc:
             notes.append(InputNote(code="flag_dropped", source=source, field=f"deployment.flags.{key}", detail=exc.message))
             del dep.flags[key]

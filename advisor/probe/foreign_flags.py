@@ -13,7 +13,7 @@ Sources: SGLang's ``python/sglang/srt/server_args.py`` (``ServerArgs.add_cli_arg
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 Engine = str  # "sglang" | "tgi"
 
@@ -29,7 +29,9 @@ class ForeignFlag:
     switch: bool = False
     off: str | None = None
     off_flag: str | None = None
-    approx: str | None = None  # why the mapping is only approximate, said in the note
+    #: why the mapping is only approximate: a message id under ``input.flag_approx`` (the note's writer
+    #: words it in the asker's language)
+    approx: str | None = None
 
 
 def _f(*names: str, vllm: str | None = None, **kw) -> ForeignFlag:
@@ -43,7 +45,7 @@ SGLANG: tuple[ForeignFlag, ...] = (
     _f("--pp", "--pp-size", "--pipeline-parallel-size", vllm="--pipeline-parallel-size"),
     _f("--context-length", vllm="--max-model-len"),
     _f("--mem-fraction-static", "--mem-frac", vllm="--gpu-memory-utilization",
-       approx="SGLang's static fraction excludes activations, vLLM's includes them"),
+       approx="static_fraction"),
     _f("--max-running-requests", vllm="--max-num-seqs"),
     _f("--chunked-prefill-size", vllm="--max-num-batched-tokens", off="-1", off_flag="--no-enable-chunked-prefill"),
     _f("--kv-cache-dtype", vllm="--kv-cache-dtype"),
@@ -53,7 +55,7 @@ SGLANG: tuple[ForeignFlag, ...] = (
     _f("--disable-radix-cache", vllm="--no-enable-prefix-caching", switch=True),
     _f("--disable-cuda-graph", vllm="--enforce-eager", switch=True),
     _f("--cuda-graph-max-bs", vllm="--max-cudagraph-capture-size"),
-    _f("--attention-backend", vllm="--attention-backend", approx="backend names differ between engines"),
+    _f("--attention-backend", vllm="--attention-backend", approx="backend_names"),
     _f("--served-model-name", vllm="--served-model-name"),
     _f("--tokenizer-path", vllm="--tokenizer"),
     _f("--host", vllm="--host"),
@@ -80,7 +82,7 @@ SGLANG: tuple[ForeignFlag, ...] = (
 TGI: tuple[ForeignFlag, ...] = (
     _f("--model-id", vllm="--model"),
     _f("--num-shard", vllm="--tensor-parallel-size"),
-    _f("--max-total-tokens", vllm="--max-model-len", approx="TGI's per-request prompt + output limit"),
+    _f("--max-total-tokens", vllm="--max-model-len", approx="total_tokens"),
     _f("--max-batch-prefill-tokens", vllm="--max-num-batched-tokens"),
     _f("--max-batch-size", vllm="--max-num-seqs"),
     _f("--cuda-memory-fraction", vllm="--gpu-memory-utilization"),
@@ -121,6 +123,7 @@ class Translation:
     args: list[str]
     mapped: list[str]  # "--chunked-prefill-size -> --max-num-batched-tokens"
     kept: dict[str, object]  # flags with no vLLM equivalent: extra key -> value as given
+    approx: list[str] = field(default_factory=list)  # ForeignFlag.approx of the mapped flags
 
 
 def _is_flag(tok: str) -> bool:
@@ -163,5 +166,31 @@ def translate(engine: Engine, args: list[str]) -> Translation:
         else:
             out.args.extend([spec.vllm, value])
         if spec.vllm != name:
-            out.mapped.append(f"{name} -> {spec.vllm}" + (f" ({spec.approx})" if spec.approx else ""))
+            out.mapped.append(f"{name} -> {spec.vllm}")
+            if spec.approx:
+                out.approx.append(spec.approx)
     return out
+
+
+def flags_to_args(engine: Engine, flags: dict[str, object]) -> tuple[list[str], dict[str, object]]:
+    """A profile's ``deployment.flags`` of ``engine``: (the keys that are that engine's flags, as
+    arguments for :func:`translate`; the other keys, left for the vLLM reader). A profile that says
+    ``engine: sglang`` writes SGLang's names (``chunked_prefill_size: 256``, ``tp: 4``); read as
+    vLLM's they would set nothing. Keys of vLLM's own (``max_num_seqs``) and environment variables
+    stay with the vLLM reader."""
+    index = _INDEX.get(engine)
+    if not index:
+        return [], dict(flags)
+    args: list[str] = []
+    rest: dict[str, object] = {}
+    for key, raw in flags.items():
+        text = str(key)
+        name = "--" + text.lstrip("-").replace("_", "-")
+        if text.isupper() or name not in index:
+            rest[key] = raw
+        elif raw is True or raw is None:
+            args.append(name)
+        else:
+            value = str(raw).lower() if isinstance(raw, bool) else str(raw)
+            args.append(f"{name}={value}")
+    return args, rest

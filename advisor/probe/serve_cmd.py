@@ -60,6 +60,7 @@ class ServeCommand:
     #: vLLM's (:mod:`.foreign_flags`); ``mapped`` lists the rewrites, ``extra`` keeps the rest
     engine: str = "vllm"
     mapped: list[str] = field(default_factory=list)
+    approx: list[str] = field(default_factory=list)  # foreign_flags.ForeignFlag.approx of the mapped flags
     values: dict[str, Any] = field(default_factory=dict)  # underscored field -> coerced value
     env: dict[str, str] = field(default_factory=dict)
     positional: list[str] = field(default_factory=list)
@@ -461,7 +462,7 @@ def parse_command(cmd: str) -> ServeCommand:
         from .foreign_flags import translate
 
         translated = translate(launcher, args)
-        out.engine, out.mapped, args = launcher, translated.mapped, translated.args
+        out.engine, out.mapped, out.approx, args = launcher, translated.mapped, translated.approx, translated.args
         out.values.update(translated.kept)
     _parse_args(args, out)
     model = out.values.pop("model", None)
@@ -516,7 +517,9 @@ def engine_args_for(deployment: Deployment) -> EngineArgs:
     what the command leaves unset (the command is what actually ran, so it wins a conflict).
 
     ``flags`` keys are underscored engine-arg names (``max_num_seqs``), flag spellings
-    (``--max-num-seqs``, ``tp``) or environment variables (``NCCL_P2P_DISABLE``); values are
+    (``--max-num-seqs``, ``tp``) or environment variables (``NCCL_P2P_DISABLE``); for a deployment
+    whose engine is SGLang or TGI, that engine's flag names too (``chunked_prefill_size``, read as
+    ``max_num_batched_tokens``: :mod:`.foreign_flags`); values are
     coerced like command-line text, JSON-typed values that are not JSON are kept as written.
     Legacy speculative flags (``--speculative-model``, ``--num-speculative-tokens``, ...) are
     folded into ``speculative_config`` under the keys vLLM moved them to.
@@ -534,7 +537,20 @@ def engine_args_for(deployment: Deployment) -> EngineArgs:
         if parsed.positional:
             values.setdefault("positional_args", list(parsed.positional))
 
-    for key, raw in deployment.flags.items():
+    flags = deployment.flags
+    engine = (deployment.engine or "").strip().lower()
+    if engine in ("sglang", "tgi") and flags:
+        from .foreign_flags import flags_to_args, translate
+
+        foreign, flags = flags_to_args(engine, flags)
+        if foreign:
+            translated = translate(engine, foreign)
+            read = ServeCommand(launcher="flags")
+            _parse_args(translated.args, read)
+            for name, value in {**translated.kept, **read.values}.items():
+                values.setdefault(name, value)  # the command, when given, ran: it wins
+
+    for key, raw in flags.items():
         key = str(key)
         if _ENV_NAME.match(key):
             env.setdefault(key, _env_text(raw))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 InputNoteCode = Literal[
     "attachment_skipped",  # an attached file could not be read or is of no known kind
@@ -18,7 +18,7 @@ InputNoteCode = Literal[
     "profile_field_dropped",  # a case-file field failed validation and was left out
     "profile_unreadable",  # the case file itself could not be read; the question answered without it
     "serve_cmd_skipped",  # the serve command could not be read
-    "serve_cmd_engine",  # the serve command is another engine's; its flags were mapped to vLLM's
+    "serve_cmd_engine",  # the serve command or the flags are another engine's; mapped to vLLM's
     "flag_dropped",  # a flag of the case file's flags mapping has a bad value
     "workload_bounded",  # a workload value above what the model simulates
 ]
@@ -29,6 +29,13 @@ class InputNote(BaseModel):
     source: str | None = None  # the file (or "--serve-cmd")
     field: str | None = None  # the field path inside it
     detail: str = ""  # the reader's own one-line reason, or the mapped flags
+    #: serve_cmd_engine: the other engine, its flags rewritten ("--tp -> --tensor-parallel-size"),
+    #: those with no vLLM counterpart ("--schedule-policy") and why some rewrites are approximate
+    #: (message ids under input.flag_approx): typed, so the writer words them in the asker's language
+    engine: str | None = None
+    mapped: list[str] = Field(default_factory=list)
+    kept: list[str] = Field(default_factory=list)
+    approx: list[str] = Field(default_factory=list)
 
     def text(self) -> str:
         """The English line, for writers that have no message catalogue of their own yet."""
