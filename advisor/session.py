@@ -197,6 +197,7 @@ class Session:
         answer that fits a screen (the reply to what was asked, key numbers, top changes); the
         full analysis is always in ``answer.full_markdown``."""
         from .answer import attach_sources, write_answer, write_answer_llm
+        from .answer.embedded import number_sources_for_short
         from .diagnosis.engine import diagnose
 
         if self.kb is None and not self.chroma_url:  # the local index opens beside the diagnosis
@@ -216,6 +217,8 @@ class Session:
         on_stage("finding sources", 3)
         kb_args = {"kb": self.kb} if self.kb is not None else {}
         sources = attach_sources(diagnosis, inputs, chroma_url=self.chroma_url, **kb_args)
+        if short:  # the short answer's sources numbered 1..k, for the embedded writer and the LLM alike
+            sources = number_sources_for_short(inputs, diagnosis, inputs.language)
         check()
         streamed = False
         if self.llm is None:

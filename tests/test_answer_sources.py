@@ -123,3 +123,31 @@ def test_an_unreadable_index_is_not_rebuilt_by_ask(tmp_path):
     assert sources and all(s.kind == "card" for s in sources)
     assert len(diagnosis.notes) == 1 and "run `vllm-advisor kb build`" in render(diagnosis.notes[0], "en")
     assert (kb_dir / "chroma" / "chroma.sqlite3").read_bytes().startswith(b"this is not a sqlite file")  # untouched
+
+
+@pytest.mark.parametrize("profile", ["examples/seed-qwen32b-h800-long-input.yaml", "knowledge/cases/aicr-1399-dynamo-kv-routing-worker-stall.yaml", "knowledge/cases/aisbench-375-evalscope-min-tokens-mtp-tpot.yaml"])
+def test_short_answer_cites_its_sources_as_1_to_k_and_shares_the_numbering(profile):
+    """The short answer cites a few of the full analysis' sources: they are numbered first, in the
+    order it cites them ([1], [2]... with no gaps), and the full analysis, Answer.sources and the
+    findings keep that one numbering (the chat's /sources N reads it)."""
+    import re
+
+    from vllm_advisor import Session
+
+    result = Session(profile=Path(__file__).resolve().parents[1] / profile, kb=False).answer(short=True)
+    answer = result.answer
+    from vllm_advisor.messages import text
+
+    body, listed = answer.markdown.split("\n" + text(answer.language, "answer.h_sources"), 1)
+    cited = list(dict.fromkeys(int(n) for n in re.findall(r"\[(\d+)\]", body)))
+    assert cited and sorted(cited) == list(range(1, len(cited) + 1)) and cited == sorted(cited)
+    assert [int(n) for n in re.findall(r"^- \[(\d+)\]", listed, re.M)] == list(range(1, len(cited) + 1))
+    assert [s.number for s in answer.sources] == list(range(1, len(answer.sources) + 1))
+    numbers = {s.doc_id: s.number for s in answer.sources}
+    assert all(numbers[c.doc_id] == c.number for f in result.diagnosis.findings for c in f.sources)
+    from vllm_advisor.answer.embedded import source_line
+
+    for n in cited:  # the full analysis lists the same source under the same number
+        source = next(s for s in answer.sources if s.number == n)
+        assert f"- [{n}] {source_line(source, answer.language)}" in answer.full_markdown
+        assert f"- [{n}] {source_line(source, answer.language)}" in listed

@@ -94,9 +94,33 @@ def best_citation(text: str, citations: list[Citation]) -> list[Citation]:
     if not citations:
         return []
     words = set(query_tokens(text))
-    scored = [(len(words & set(query_tokens(f"{c.title} {c.heading or ''} {c.snippet or ''}"))), -c.number, c) for c in citations]
+    # a tie goes to the finding's own first citation (its list order, not its number: the short
+    # answer renumbers its sources after choosing them, and the choice must not move with that)
+    scored = [(len(words & set(query_tokens(f"{c.title} {c.heading or ''} {c.snippet or ''}"))), -k, c) for k, c in enumerate(citations)]
     scored.sort(key=lambda t: (t[0], t[1]), reverse=True)
     return [scored[0][2]]
+
+
+def cited_first(diagnosis: Diagnosis, text: str) -> bool:
+    """Renumber the findings' citations so that those ``text`` cites come first, 1..k in the order
+    it cites them, the others after in their old order; True when a number changed.
+
+    Why: the short answer cites a few of the full analysis' sources ([1], [3], [5] read as missing
+    ones); numbering those first gives it 1..k while the full analysis, ``Answer.sources`` and the
+    chat's ``/sources N`` keep one numbering between them."""
+    by_number = {c.number: c.doc_id for f in diagnosis.findings for c in f.sources}
+    order: dict[str, int] = {}
+    for n in re.findall(r"\[(\d+)\]", text):
+        doc = by_number.get(int(n))
+        if doc is not None:
+            order.setdefault(doc, len(order) + 1)
+    for number in sorted(by_number):
+        order.setdefault(by_number[number], len(order) + 1)
+    if all(order[doc] == number for number, doc in by_number.items()):
+        return False
+    for finding in diagnosis.findings:
+        finding.sources = [c.model_copy(update={"number": order[c.doc_id]}) for c in finding.sources]
+    return True
 
 
 # -- figures ---------------------------------------------------------------------------------------
@@ -548,8 +572,8 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
         out += [f"- {c}" for c in caveats] + [""]
     out += [f"_{phrase(language, 'more')}_", ""]
     body = "\n".join(out)
-    # the full analysis' numbers are kept (gaps and all): Answer.sources, `/sources N` in the chat and
-    # `/details` read the same numbers as the markers here
+    # numbered as the full analysis (write_answer numbers the sources cited here first: cited_first),
+    # so Answer.sources, `/sources N` in the chat and `/details` read the same numbers as the markers
     shown = {int(n) for n in re.findall(r"\[(\d+)\]", body)}
     listed = [c for c in sources if c.number in shown]
     return body.rstrip() + "\n\n" + "\n".join(render_sources(listed, language)).rstrip() + "\n"
@@ -606,6 +630,16 @@ def resolve_language(inputs, diagnosis: Diagnosis, language: str | None) -> str:
     return normalize_language(language or (getattr(inputs, "language", None) if inputs is not None else None) or diagnosis.language)
 
 
+def number_sources_for_short(inputs, diagnosis: Diagnosis, language: str | None = None) -> list[Citation]:
+    """The sources numbered so that the short answer's come first (:func:`cited_first`); for
+    whoever writes next, the embedded writer or an LLM, so both cite one numbering."""
+    lang = resolve_language(inputs, diagnosis, language)
+    sources = collect_sources(diagnosis)
+    if diagnosis.findings and cited_first(diagnosis, compose_short(inputs, diagnosis, sources, lang)):
+        sources = collect_sources(diagnosis)
+    return sources
+
+
 def write_answer(inputs, diagnosis: Diagnosis, *, language: str | None = None, extra_notes: list[str] | tuple[str, ...] = (), short: bool = False) -> Answer:
     """The embedded answer. Uses the sources :func:`attach_sources` put on the findings; when no
     finding has any, the packaged cards are attached here (no knowledge-base search).
@@ -615,8 +649,12 @@ def write_answer(inputs, diagnosis: Diagnosis, *, language: str | None = None, e
         attach_sources(diagnosis, inputs, kb=False)
     sources = collect_sources(diagnosis)
     notes = list(dict.fromkeys([*extra_notes, *answer_notes(inputs, diagnosis, lang)]))
+    markdown = compose_short(inputs, diagnosis, sources, lang) if short else None
+    if markdown is not None and cited_first(diagnosis, markdown):
+        sources = collect_sources(diagnosis)
+        markdown = compose_short(inputs, diagnosis, sources, lang)
     full = compose(inputs, diagnosis, sources, lang, notes)
-    markdown = compose_short(inputs, diagnosis, sources, lang) if short else full
+    markdown = markdown or full
     return Answer(
         markdown=markdown,
         full_markdown=full,
