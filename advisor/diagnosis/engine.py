@@ -301,7 +301,13 @@ def _facts(inputs: DiagnosisInputs) -> list[Fact]:
         facts.append(Fact(label=msg("fact.tp"), value=float(e.config.tensor_parallel_size), basis=e.config.source_of("tensor_parallel_size")))
         facts.append(Fact(label=msg("fact.version"), value=e.config.vllm_version, basis="assumed" if e.config.version_assumed else "user"))
         facts.append(Fact(label=msg("fact.kv_per_gpu"), value=round(e.memory.kv_cache_gib, 1), unit="GiB", basis="model"))
-        facts.append(Fact(label=msg("fact.kv_per_token"), value=round(e.memory.kv_bytes_per_token / 1024), unit="KiB", basis="exact"))
+        if e.memory.kv_bytes_per_token_sliding and e.memory.sliding_window:
+            # the capacity counts every token in the full-attention layers and at most the window in
+            # the sliding ones: two figures, or the product of one of them with the tokens misleads
+            facts.append(Fact(label=msg("fact.kv_per_token_full"), value=round(e.memory.kv_bytes_per_token_full / 1024), unit="KiB", basis="exact"))
+            facts.append(Fact(label=msg("fact.kv_per_token_sliding", window=q(e.memory.sliding_window, "tokens")), value=round(e.memory.kv_bytes_per_token_sliding / 1024), unit="KiB", basis="exact"))
+        else:
+            facts.append(Fact(label=msg("fact.kv_per_token"), value=round(e.memory.kv_bytes_per_token / 1024), unit="KiB", basis="exact"))
         facts.append(Fact(label=msg("fact.kv_tokens"), value=float(e.memory.kv_cache_tokens), unit="tokens", basis="model"))
         if inputs.input_len:
             length = inputs.input_len + (inputs.output_len or 0)

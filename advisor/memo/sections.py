@@ -212,7 +212,11 @@ def deployment_facts(ctx: MemoContext) -> str:
         exact = "[" + text(lang, "tag.model") + text(lang, "sep.comma") + text(lang, "answer.exact") + "]"
         estimate = "[" + text(lang, "tag.model") + text(lang, "sep.comma") + text(lang, "answer.estimate") + "]"
         rows.append([t(lang, "f_weights"), f"{m.weights_gib:.2f} GiB", exact if m.basis.get("weights_gib", "exact").startswith("exact") else estimate])
-        rows.append([t(lang, "f_kv_per_token"), f"{m.kv_bytes_per_token / 1024:.1f} KiB", exact])
+        if m.kv_bytes_per_token_sliding and m.sliding_window:  # the window caps one part per request
+            rows.append([t(lang, "f_kv_per_token_full"), f"{m.kv_bytes_per_token_full / 1024:.1f} KiB", exact])
+            rows.append([t(lang, "f_kv_per_token_sliding", window=f"{m.sliding_window:,}"), f"{m.kv_bytes_per_token_sliding / 1024:.1f} KiB", exact])
+        else:
+            rows.append([t(lang, "f_kv_per_token"), f"{m.kv_bytes_per_token / 1024:.1f} KiB", exact])
         rows.append([t(lang, "f_kv_cache"), t(lang, "f_kv_cache_value", gib=f"{m.kv_cache_gib:.1f}", tokens=f"{m.kv_cache_tokens:,}", blocks=f"{m.num_gpu_blocks:,}", block=m.block_size), model_tag])
         rows.append([t(lang, "f_max_concurrency"), t(lang, "f_max_concurrency_value", value=f"{m.max_concurrency:.2f}", tokens=f"{m.max_model_len:,}"), model_tag])
         if ctx.requests_that_fit is not None:

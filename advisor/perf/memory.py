@@ -86,6 +86,10 @@ class MemoryEstimate(BaseModel):
     cuda_graph_gib: float
     kv_cache_gib: float
     kv_bytes_per_token: float = Field(description="per GPU, all layers (full-attention layers; sliding layers capped)")
+    #: the part of kv_bytes_per_token in sliding-window layers, which keep at most ``sliding_window``
+    #: tokens (plus one block) of a request: gpt-oss, Gemma 2/3 and others interleave them
+    kv_bytes_per_token_sliding: float = 0.0
+    sliding_window: int | None = None
     block_size: int
     num_gpu_blocks: int
     kv_cache_tokens: int
@@ -95,10 +99,25 @@ class MemoryEstimate(BaseModel):
     basis: dict[str, str] = Field(default_factory=dict)
     notes: list[str] = Field(default_factory=list)
 
+    @property
+    def kv_bytes_per_token_full(self) -> float:
+        """Per GPU, the full-attention layers: every token of a request stays there."""
+        return self.kv_bytes_per_token - self.kv_bytes_per_token_sliding
+
+    def request_kv_bytes(self, tokens_per_request: int) -> float:
+        """KV bytes one request of this many tokens holds on one GPU, in whole blocks: all of them in
+        the full-attention layers, at most the window plus one block in the sliding-window layers."""
+        block = self.block_size
+        sliding_tokens = min(tokens_per_request, self.sliding_window + block) if self.sliding_window else tokens_per_request
+        return (math.ceil(tokens_per_request / block) * self.kv_bytes_per_token_full + math.ceil(sliding_tokens / block) * self.kv_bytes_per_token_sliding) * block
+
     def requests_that_fit(self, tokens_per_request: int) -> float:
         """How many requests of this many tokens (prompt + output) the KV cache holds at once."""
         blocks = math.ceil(tokens_per_request / self.block_size)
-        return self.num_gpu_blocks / blocks if blocks else math.inf
+        if not self.kv_bytes_per_token_sliding:
+            return self.num_gpu_blocks / blocks if blocks else math.inf
+        need = self.request_kv_bytes(tokens_per_request)
+        return self.num_gpu_blocks * self.block_size * self.kv_bytes_per_token / need if need else math.inf
 
 
 def max_concurrency(num_blocks: int, max_model_len: int, block_size: int) -> float:
@@ -206,6 +225,8 @@ def estimate_memory(
         cuda_graph_gib=graphs,
         kv_cache_gib=max(kv_gib, 0.0),
         kv_bytes_per_token=full_bpt + sliding_bpt,
+        kv_bytes_per_token_sliding=sliding_bpt,
+        sliding_window=window or None,
         block_size=block,
         num_gpu_blocks=num_blocks,
         kv_cache_tokens=kv_tokens,

@@ -9,7 +9,7 @@ probe loaded from the user's files.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..errors import UsageError
 from ..schema import BenchmarkRun, Deployment, EngineArgs, ServerView
@@ -34,6 +34,22 @@ class EngineModel:
     num_gpus: int
     replicas: int
     notes: list[str] = field(default_factory=list)
+
+    def limits_for(self, tokens_per_request: int | None) -> SchedulerLimits:
+        """The scheduler's limits for requests of this many tokens (prompt + output).
+
+        The simulator counts every token of a request in every layer's blocks; a model with
+        sliding-window layers (gpt-oss, Gemma 2/3) keeps at most the window there, so for it the
+        pool is given as the blocks that hold as many such requests as the memory model computes
+        (``MemoryEstimate.requests_that_fit``): gpt-oss-120b on one H100 holds 5.6 requests of
+        65,000 tokens, not the 2.8 that 72 KiB per token in every layer would allow."""
+        limits = self.limits
+        m = self.memory
+        if not (m.kv_bytes_per_token_sliding and tokens_per_request and tokens_per_request > 0):
+            return limits
+        per_request = math.ceil(tokens_per_request / m.block_size)
+        blocks = int(m.requests_that_fit(tokens_per_request) * per_request)
+        return replace(limits, num_gpu_blocks=max(limits.num_gpu_blocks, blocks))
 
     @property
     def limits(self) -> SchedulerLimits:
@@ -176,7 +192,7 @@ def predict_load_point(
         shared_prefix_len=shared_prefix_len,
         seed=seed,
     )
-    result = simulate(engine.limits, engine.step, workload)
+    result = simulate(engine.limits_for(workload.input_len + workload.output_len), engine.step, workload)
     run = sim_to_run(result, label=f"predicted {point.label}", model=engine.model.name)
     run.offered_concurrency = point.concurrency
     run.offered_request_rate = point.request_rate if point.concurrency is None else None

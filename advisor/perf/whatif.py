@@ -208,11 +208,11 @@ def predict_disaggregated(
     n = num_prompts or (max(8, 3 * point.concurrency) if point.concurrency else 200)
     conc = None if point.concurrency is None else max(1, math.ceil(point.concurrency / n_decode))
     rate = None if point.request_rate is None else point.request_rate / n_decode
-    dec = simulate(engine.limits, decode_cost, Workload(input_len, output_len, max(1, math.ceil(n / n_decode)), conc, rate))
+    dec = simulate(engine.limits_for(input_len + output_len), decode_cost, Workload(input_len, output_len, max(1, math.ceil(n / n_decode)), conc, rate))
     dec_run = sim_to_run(dec)
     system_rate = (dec_run.request_throughput_req_s or 0.0) * n_decode
     pre = simulate(
-        engine.limits, engine.step, Workload(input_len, 1, max(8, math.ceil(n / max(n_prefill, 1))), None, max(system_rate / n_prefill, 1e-6), seed=1)
+        engine.limits_for(input_len + 1), engine.step, Workload(input_len, 1, max(8, math.ceil(n / max(n_prefill, 1))), None, max(system_rate / n_prefill, 1e-6), seed=1)
     )
     pre_ttft = np.array([r.first_token_time - r.arrival for r in pre.finished()])
     prefill_capacity = len(pre.finished()) / pre.duration if pre.duration else math.inf
