@@ -156,6 +156,9 @@ def test_a_card_someone_else_used_leaves_the_gpu_undecided():
 
 def test_ranges_counts_and_token_phrasings():
     assert read_stated_facts("并发 1~4 时速度正常").concurrency == [1, 4]
+    # a sweep keeps its ends and its middle: the load where the speed falls is usually the highest
+    assert read_stated_facts("1 concurrent request is fine; 8 concurrent, 32 concurrent, 64 concurrent and 128 concurrent requests get slower").concurrency == [1, 32, 128]
+    assert read_stated_facts("1 并发正常，2 并发、4 并发、8 并发、16 并发和 32 并发都变慢").concurrency == [1, 8, 32]
     assert read_stated_facts("concurrent_requests set to 128").concurrency == [128]
     assert read_stated_facts("we send 100 requests at the same time").concurrency == [100]
     assert read_stated_facts("客户端并发都调到 1000").concurrency == [1000]

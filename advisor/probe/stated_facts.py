@@ -237,7 +237,7 @@ def read_stated_facts(text: str | None) -> StatedFacts:
         vllm_version=_version(text),
         input_len=_one([_tokens(*_pair(m)) for m in _INPUT.finditer(text)]),
         output_len=_one([_tokens(*_pair(m)) for m in _OUTPUT.finditer(text)]),
-        concurrency=[c for c in concurrency if c <= 100_000][:MAX_POINTS] if len(concurrency) <= 2 * MAX_POINTS else [],
+        concurrency=_spread([c for c in concurrency if c <= 100_000], MAX_POINTS) if len(concurrency) <= 2 * MAX_POINTS else [],
         reports_figures=bool(_FIGURE.search(text)),
     )
 
@@ -255,6 +255,15 @@ def _version(text: str) -> str | None:
     """The vLLM release the words say runs: the one upgraded to, else the one release named after "vLLM"."""
     upgraded = [m.group(2) or m.group(3) or m.group(4) for m in _UPGRADE.finditer(text)]
     return _one(upgraded) or _one([m.group(1) for m in _VERSION.finditer(text)])
+
+
+def _spread(values: list[int], n: int) -> list[int]:
+    """At most ``n`` of the sorted ``values``: the lowest, the highest and evenly between. A sweep of
+    1, 8, 32, 64 and 128 clients keeps 1, 32 and 128; the first three would never reach the load
+    where the speed falls."""
+    if len(values) <= n:
+        return values
+    return [values[int(i * (len(values) - 1) / (n - 1) + 0.5)] for i in range(n)]
 
 
 def _pair(m: re.Match[str]) -> tuple[str, str | None]:
