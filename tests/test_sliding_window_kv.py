@@ -56,3 +56,14 @@ def test_facts_show_the_two_parts_of_the_kv_per_token() -> None:
     assert not any(k == "KV per token per GPU" for k in labels)
     zh = [render(f.label, "zh") for f in _facts(inputs)]
     assert any("滑动窗口层" in k for k in zh) and not any("sliding" in k for k in zh)
+
+
+def test_average_kv_per_token_of_a_request() -> None:
+    """What one token of a request costs on average: the disaggregation what-if sends this much per
+    prompt token, the KV-capacity evidence shows it."""
+    m = _engine("openai/gpt-oss-120b").memory
+    assert m.kv_bytes_per_token_at(64) == m.kv_bytes_per_token
+    assert math.isclose(m.kv_bytes_per_token_at(65000), m.request_kv_bytes(65000) / 65000)
+    assert m.kv_bytes_per_token_at(65000) < 0.51 * m.kv_bytes_per_token
+    full = _engine("Qwen/Qwen2.5-32B-Instruct", max_model_len=32768).memory
+    assert full.kv_bytes_per_token_at(30001) == full.kv_bytes_per_token  # no sliding layers: the exact figure

@@ -79,7 +79,7 @@ def _kv_fit(inputs: DiagnosisInputs, board: Board) -> None:
         msg("ev.kv_capacity"),
         float(mem.kv_cache_tokens),
         "tokens",
-        msg("detail.kv_capacity", per_token=q((mem.request_kv_bytes(length) / length if mem.kv_bytes_per_token_sliding else mem.kv_bytes_per_token) / 1024, "KiB"), fit=q(fit, "requests"), length=q(length, "tokens")),
+        msg("detail.kv_capacity", per_token=q(mem.kv_bytes_per_token_at(length) / 1024, "KiB"), fit=q(fit, "requests"), length=q(length, "tokens")),
     )
     run_ev = _model(msg("ev.running"), round(running or 0, 1), "requests", msg("detail.waiting_mean", waiting=q(waiting or 0, "requests")), load=top.load_label)
     board.add(

@@ -111,6 +111,14 @@ class MemoryEstimate(BaseModel):
         sliding_tokens = min(tokens_per_request, self.sliding_window + block) if self.sliding_window else tokens_per_request
         return (math.ceil(tokens_per_request / block) * self.kv_bytes_per_token_full + math.ceil(sliding_tokens / block) * self.kv_bytes_per_token_sliding) * block
 
+    def kv_bytes_per_token_at(self, tokens_per_request: int) -> float:
+        """Per GPU, the KV bytes one token of a request this long costs on average: every layer's for
+        a model without sliding-window layers (or a request inside the window), less for a longer one
+        (gpt-oss-120b at 65,000 tokens: 36 of its 72 KiB)."""
+        if not self.kv_bytes_per_token_sliding or tokens_per_request <= 0:
+            return self.kv_bytes_per_token
+        return self.request_kv_bytes(tokens_per_request) / tokens_per_request
+
     def requests_that_fit(self, tokens_per_request: int) -> float:
         """How many requests of this many tokens (prompt + output) the KV cache holds at once."""
         blocks = math.ceil(tokens_per_request / self.block_size)

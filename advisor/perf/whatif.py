@@ -198,7 +198,7 @@ def predict_disaggregated(
             f"disagg={spec} needs {(n_prefill + n_decode) * per_engine} GPUs at TP {engine.config.tensor_parallel_size}; "
             f"the deployment has {engine.num_gpus} (add num_gpus=... or tp=...)"
         )
-    kv_total = engine.memory.kv_bytes_per_token * per_engine
+    kv_total = engine.memory.kv_bytes_per_token_at(input_len) * per_engine  # a sliding window sends only its last tokens
     link = engine.step.link_bw * engine.step.eff.eff_comm
 
     def decode_cost(b: StepBatch) -> float:
