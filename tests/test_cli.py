@@ -136,11 +136,11 @@ class _MetricsServer:
             def do_GET(self):  # noqa: N802
                 body = outer.bodies[min(outer.hits, len(outer.bodies) - 1)].encode()
                 outer.hits += 1
-                self.send_response(200)
-                self.send_header("Content-Type", "text/plain; version=0.0.4")
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                try:
+                try:  # the headers too: the watch's last scrape may be cut off at any write
+                    self.send_response(200)
+                    self.send_header("Content-Type", "text/plain; version=0.0.4")
+                    self.send_header("Content-Length", str(len(body)))
+                    self.end_headers()
                     self.wfile.write(body)
                 except (BrokenPipeError, ConnectionResetError):
                     pass  # the watch's last scrape, cut off when its duration ends
@@ -148,7 +148,11 @@ class _MetricsServer:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        class QuietServer(ThreadingHTTPServer):
+            def handle_error(self, request, client_address):  # a client gone mid-answer is no error here
+                pass  # (the default prints a traceback, which once landed in the command's captured output)
+
+        self.server = QuietServer(("127.0.0.1", 0), Handler)
         self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
         threading.Thread(target=self.server.serve_forever, daemon=True).start()
 
