@@ -217,14 +217,15 @@ class Session:
         on_stage("finding sources", 3)
         kb_args = {"kb": self.kb} if self.kb is not None else {}
         sources = attach_sources(diagnosis, inputs, chroma_url=self.chroma_url, **kb_args)
-        if short:  # the short answer's sources numbered 1..k, for the embedded writer and the LLM alike
-            sources = number_sources_for_short(inputs, diagnosis, inputs.language)
         check()
         streamed = False
         if self.llm is None:
             on_stage("writing the answer", 4)
             answer = write_answer(inputs, diagnosis, language=inputs.language, short=short)
+            sources = answer.sources  # numbered as the answer cites them (the short one's first)
         else:
+            if short:  # the LLM cites the numbers the embedded short answer would: its sources first
+                sources = number_sources_for_short(inputs, diagnosis, inputs.language)
             on_stage(f"the LLM at {_display(self.llm.base_url)} is writing", 4)
 
             def token(piece: str) -> None:

@@ -572,7 +572,7 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
         out += [f"- {c}" for c in caveats] + [""]
     out += [f"_{phrase(language, 'more')}_", ""]
     body = "\n".join(out)
-    # numbered as the full analysis (write_answer numbers the sources cited here first: cited_first),
+    # numbered as the full analysis (number_sources_for_short numbers the sources cited here first),
     # so Answer.sources, `/sources N` in the chat and `/details` read the same numbers as the markers
     shown = {int(n) for n in re.findall(r"\[(\d+)\]", body)}
     listed = [c for c in sources if c.number in shown]
@@ -647,14 +647,10 @@ def write_answer(inputs, diagnosis: Diagnosis, *, language: str | None = None, e
     lang = resolve_language(inputs, diagnosis, language)
     if diagnosis.findings and not any(f.sources for f in diagnosis.findings):
         attach_sources(diagnosis, inputs, kb=False)
-    sources = collect_sources(diagnosis)
+    sources = number_sources_for_short(inputs, diagnosis, lang) if short else collect_sources(diagnosis)
     notes = list(dict.fromkeys([*extra_notes, *answer_notes(inputs, diagnosis, lang)]))
-    markdown = compose_short(inputs, diagnosis, sources, lang) if short else None
-    if markdown is not None and cited_first(diagnosis, markdown):
-        sources = collect_sources(diagnosis)
-        markdown = compose_short(inputs, diagnosis, sources, lang)
     full = compose(inputs, diagnosis, sources, lang, notes)
-    markdown = markdown or full
+    markdown = compose_short(inputs, diagnosis, sources, lang) if short else full
     return Answer(
         markdown=markdown,
         full_markdown=full,

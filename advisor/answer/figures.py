@@ -135,7 +135,7 @@ def collect_figures(inputs) -> Figures:
 
         figs.memory.append(Figure("weights_gib", memory.weights_gib, "GiB", "model", how("weights_gib")))
         figs.memory.append(Figure("kv_cache_gib", memory.kv_cache_gib, "GiB", "model", "estimate"))
-        if memory.kv_bytes_per_token_sliding and memory.sliding_window:  # two parts, the window caps one
+        if memory.has_sliding_layers:  # two parts, the window caps one
             figs.memory.append(Figure("kv_bytes_per_token_full", memory.kv_bytes_per_token_full / 1024.0, "KiB", "model", how("kv_bytes_per_token")))
             figs.memory.append(Figure("kv_bytes_per_token_sliding", memory.kv_bytes_per_token_sliding / 1024.0, "KiB", "model", how("kv_bytes_per_token"), label_values={"window": f"{memory.sliding_window:,}"}))
         else:

@@ -301,7 +301,7 @@ def _facts(inputs: DiagnosisInputs) -> list[Fact]:
         facts.append(Fact(label=msg("fact.tp"), value=float(e.config.tensor_parallel_size), basis=e.config.source_of("tensor_parallel_size")))
         facts.append(Fact(label=msg("fact.version"), value=e.config.vllm_version, basis="assumed" if e.config.version_assumed else "user"))
         facts.append(Fact(label=msg("fact.kv_per_gpu"), value=round(e.memory.kv_cache_gib, 1), unit="GiB", basis="model"))
-        if e.memory.kv_bytes_per_token_sliding and e.memory.sliding_window:
+        if e.memory.has_sliding_layers:
             # the capacity counts every token in the full-attention layers and at most the window in
             # the sliding ones: two figures, or the product of one of them with the tokens misleads
             facts.append(Fact(label=msg("fact.kv_per_token_full"), value=round(e.memory.kv_bytes_per_token_full / 1024), unit="KiB", basis="exact"))

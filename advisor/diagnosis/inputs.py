@@ -350,7 +350,7 @@ def _engine_note(engine: str, source: str, mapped: list[str], kept: list[str], a
 
 def _engine_args(inputs: DiagnosisInputs) -> EngineArgs:
     """Typed engine arguments; another engine's command is said once (which flags became which)."""
-    from ..probe.foreign_flags import ENGINE_NAMES, flags_to_args, translate
+    from ..probe.foreign_flags import TABLES, flags_to_args, translate
     from ..probe.serve_cmd import engine_args_for, parse_command
 
     dep = inputs.deployment
@@ -366,7 +366,7 @@ def _engine_args(inputs: DiagnosisInputs) -> EngineArgs:
                 kept = [k for k in parsed.values if k.startswith(parsed.engine + "_")]
                 inputs.set_aside(_engine_note(parsed.engine, "serve command", parsed.mapped, kept, parsed.approx))
     engine = (dep.engine or "").strip().lower()
-    if engine in ENGINE_NAMES and engine != "vllm" and dep.flags:
+    if engine in TABLES and dep.flags:
         foreign, _ = flags_to_args(engine, dep.flags)
         if foreign:
             translated = translate(engine, foreign)

@@ -212,7 +212,7 @@ def deployment_facts(ctx: MemoContext) -> str:
         exact = "[" + text(lang, "tag.model") + text(lang, "sep.comma") + text(lang, "answer.exact") + "]"
         estimate = "[" + text(lang, "tag.model") + text(lang, "sep.comma") + text(lang, "answer.estimate") + "]"
         rows.append([t(lang, "f_weights"), f"{m.weights_gib:.2f} GiB", exact if m.basis.get("weights_gib", "exact").startswith("exact") else estimate])
-        if m.kv_bytes_per_token_sliding and m.sliding_window:  # the window caps one part per request
+        if m.has_sliding_layers:  # the window caps one part per request
             rows.append([t(lang, "f_kv_per_token_full"), f"{m.kv_bytes_per_token_full / 1024:.1f} KiB", exact])
             rows.append([t(lang, "f_kv_per_token_sliding", window=f"{m.sliding_window:,}"), f"{m.kv_bytes_per_token_sliding / 1024:.1f} KiB", exact])
         else:

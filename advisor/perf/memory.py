@@ -100,6 +100,11 @@ class MemoryEstimate(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
     @property
+    def has_sliding_layers(self) -> bool:
+        """Some layers keep only a window of each request (the capacity figures differ then)."""
+        return bool(self.kv_bytes_per_token_sliding and self.sliding_window)
+
+    @property
     def kv_bytes_per_token_full(self) -> float:
         """Per GPU, the full-attention layers: every token of a request stays there."""
         return self.kv_bytes_per_token - self.kv_bytes_per_token_sliding
@@ -107,25 +112,31 @@ class MemoryEstimate(BaseModel):
     def request_kv_bytes(self, tokens_per_request: int) -> float:
         """KV bytes one request of this many tokens holds on one GPU, in whole blocks: all of them in
         the full-attention layers, at most the window plus one block in the sliding-window layers."""
-        block = self.block_size
-        sliding_tokens = min(tokens_per_request, self.sliding_window + block) if self.sliding_window else tokens_per_request
-        return (math.ceil(tokens_per_request / block) * self.kv_bytes_per_token_full + math.ceil(sliding_tokens / block) * self.kv_bytes_per_token_sliding) * block
+        return request_kv_bytes(tokens_per_request, self.block_size, self.kv_bytes_per_token_full, self.kv_bytes_per_token_sliding, self.sliding_window)
 
     def kv_bytes_per_token_at(self, tokens_per_request: int) -> float:
         """Per GPU, the KV bytes one token of a request this long costs on average: every layer's for
         a model without sliding-window layers (or a request inside the window), less for a longer one
         (gpt-oss-120b at 65,000 tokens: 36 of its 72 KiB)."""
-        if not self.kv_bytes_per_token_sliding or tokens_per_request <= 0:
+        if not self.has_sliding_layers or tokens_per_request <= 0:
             return self.kv_bytes_per_token
         return self.request_kv_bytes(tokens_per_request) / tokens_per_request
 
     def requests_that_fit(self, tokens_per_request: int) -> float:
         """How many requests of this many tokens (prompt + output) the KV cache holds at once."""
         blocks = math.ceil(tokens_per_request / self.block_size)
-        if not self.kv_bytes_per_token_sliding:
+        if not self.has_sliding_layers:
             return self.num_gpu_blocks / blocks if blocks else math.inf
         need = self.request_kv_bytes(tokens_per_request)
         return self.num_gpu_blocks * self.block_size * self.kv_bytes_per_token / need if need else math.inf
+
+
+def request_kv_bytes(tokens: int, block: int, full_bpt: float, sliding_bpt: float, window: int | None) -> float:
+    """KV bytes one request of ``tokens`` holds on one GPU, in whole blocks: every token in the
+    full-attention layers, at most the window plus one block in the sliding-window layers (vLLM's
+    per-request need in "Maximum concurrency" for a hybrid model)."""
+    sliding_tokens = min(tokens, window + block) if window else tokens
+    return math.ceil(tokens / block) * full_bpt * block + math.ceil(sliding_tokens / block) * sliding_bpt * block
 
 
 def max_concurrency(num_blocks: int, max_model_len: int, block_size: int) -> float:
@@ -204,11 +215,8 @@ def estimate_memory(
         num_blocks = max(0, int(kv_gib * GiB // block_bytes)) if block_bytes > 0 else 0
     # Per-request need at max_model_len, as vLLM computes "Maximum concurrency".
     L = cfg.max_model_len
-    blocks_full = math.ceil(L / block) * full_bpt * block
     window = model.sliding_window or 0
-    sliding_tokens = min(L, window + block) if window else L
-    blocks_sliding = math.ceil(sliding_tokens / block) * sliding_bpt * block
-    per_request_bytes = blocks_full + blocks_sliding
+    per_request_bytes = request_kv_bytes(L, block, full_bpt, sliding_bpt, window)
     if sliding_bpt:
         max_conc = (num_blocks * block_bytes) / per_request_bytes if per_request_bytes else math.inf
     else:

@@ -45,7 +45,7 @@ class EngineModel:
         65,000 tokens, not the 2.8 that 72 KiB per token in every layer would allow."""
         limits = self.limits
         m = self.memory
-        if not (m.kv_bytes_per_token_sliding and tokens_per_request and tokens_per_request > 0):
+        if not m.has_sliding_layers or (tokens_per_request or 0) <= 0:
             return limits
         per_request = math.ceil(tokens_per_request / m.block_size)
         blocks = int(m.requests_that_fit(tokens_per_request) * per_request)

@@ -186,7 +186,7 @@ def flags_to_args(engine: Engine, flags: dict[str, object]) -> tuple[list[str], 
     for key, raw in flags.items():
         text = str(key)
         name = "--" + text.lstrip("-").replace("_", "-")
-        if text.isupper() or name not in index:
+        if name not in index:  # the tables hold lower-case names: environment variables stay too
             rest[key] = raw
         elif raw is True or raw is None:
             args.append(name)

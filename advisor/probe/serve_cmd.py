@@ -31,6 +31,8 @@ from pydantic import ValidationError
 from ..errors import UsageError
 from ..schema import Deployment, EngineArgs, ServerLogInfo
 from .engine_flags import FlagSpec, lookup_field, lookup_flag, normalize_long_flag
+from .foreign_flags import TABLES as FOREIGN_TABLES
+from .foreign_flags import flags_to_args, translate
 
 _ENV_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
@@ -459,8 +461,6 @@ def parse_command(cmd: str) -> ServeCommand:
 
     out = ServeCommand(launcher=launcher, env=env)
     if launcher in ("sglang", "tgi"):
-        from .foreign_flags import translate
-
         translated = translate(launcher, args)
         out.engine, out.mapped, out.approx, args = launcher, translated.mapped, translated.approx, translated.args
         out.values.update(translated.kept)
@@ -539,8 +539,7 @@ def engine_args_for(deployment: Deployment) -> EngineArgs:
 
     flags = deployment.flags
     engine = (deployment.engine or "").strip().lower()
-    if engine in ("sglang", "tgi") and flags:
-        from .foreign_flags import flags_to_args, translate
+    if engine in FOREIGN_TABLES and flags:
 
         foreign, flags = flags_to_args(engine, flags)
         if foreign:
