@@ -196,3 +196,41 @@ def test_prompts_without_a_tokenizer_are_estimates_with_a_note():
     assert seen == ["/tokenize"]  # asked once, then never again
     assert prompt.tokens is None and not prompt.exact and 3500 <= len(prompt.text) <= 4000
     assert not builder.has_tokenizer and "no usable /tokenize" in builder.notes[0]
+
+
+def _streamed(chunks: list[str], completion_tokens: int) -> bytes:
+    lines = [json.dumps({"choices": [{"text": text, "finish_reason": None}]}) for text in chunks]
+    lines.append(json.dumps({"choices": [], "usage": {"prompt_tokens": 5, "completion_tokens": completion_tokens}}))
+    return "".join(f"data: {line}\n\n" for line in lines).encode() + b"data: [DONE]\n\n"
+
+
+@pytest.mark.parametrize(("chunks", "tokens", "noted"), [
+    (["a"] * 8, 8, False),           # one token per chunk, as vLLM streams an idle server's steps
+    (["a", "bbbbbbb"], 8, True),     # the API server merged seven steps into one chunk
+    (["a", "bb", "bb", "bbb"], 8, True),
+])
+def test_tokens_merged_into_chunks_are_counted_and_noted(chunks, tokens, noted):
+    """A busy API server merges engine steps into one chunk: the record keeps the chunk count, the
+    usage report keeps the token count, and the load point says its TPOT and ITL time chunks."""
+    import asyncio
+
+    import httpx
+
+    from vllm_advisor.probe.loadgen.runner import burst_note
+    from vllm_advisor.probe.loadgen.stream import request_body, send_request
+
+    body = _streamed(chunks, tokens)
+
+    async def go():
+        transport = httpx.MockTransport(lambda request: httpx.Response(200, content=body))
+        async with httpx.AsyncClient(transport=transport) as client:
+            return await send_request(client, "http://x/v1/completions", request_body("completions", "m", "p", tokens, True),
+                                      "completions", 0)
+
+    record = asyncio.run(go())
+    assert record.ok and record.token_chunks == len(chunks) and record.output_tokens == tokens
+    note = burst_note([record, record])
+    if noted:
+        assert note and f"{2 * tokens} tokens in {2 * len(chunks)} chunks" in note
+    else:
+        assert note is None

@@ -93,35 +93,71 @@ def test_ask_names_the_long_input_causes_the_data_shows(long_input_result):
     assert data["sources"], "the answer cites its sources"
 
 
-def test_probe_bench_agrees_with_vllm_bench_serve(server, tmp_path):
-    """The same load through `vllm bench serve` and through `probe bench`: same counts, and the
-    latencies within the noise of a 2-core machine that runs both client and server."""
-    vllm_dir = tmp_path / "vllm-bench"
+def _bench_both(server, folder: Path):
+    """The same load through `vllm bench serve` and through `probe bench`, one after the other."""
+    folder.mkdir(parents=True, exist_ok=True)
+    vllm_dir = folder / "vllm-bench"
     cmd = [str(VENV / "bin" / "vllm"), "bench", "serve", "--backend", "openai", "--endpoint", "/v1/completions",
            "--base-url", server.base_url, "--model", SERVED_NAME, "--tokenizer", str(MODEL_DIR),
            "--dataset-name", "random", "--random-input-len", "1000", "--random-output-len", "32",
            "--num-prompts", "8", "--max-concurrency", "4", "--ignore-eos", "--seed", str(int(time.time()) % 100000),
            "--percentile-metrics", "ttft,tpot,itl,e2el", "--metric-percentiles", "50,90,99",
            "--save-result", "--save-detailed", "--result-dir", str(vllm_dir), "--result-filename", "vllm.json"]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path,
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=folder,
                           env={**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_NO_USAGE_STATS": "1"})
     assert proc.returncode == 0, proc.stderr[-3000:]
-    theirs = load_runs(vllm_dir / "vllm.json")[0]
-    assert not theirs.failed_checks()  # our recomputation reproduces every figure vllm bench stated
-    ours_path = tmp_path / "ours.jsonl"
+    ours_path = folder / "ours.jsonl"
     advisor_json("probe", "bench", server.base_url, "--input-len", "1000", "--output-len", "32",
                  "--concurrency", "4", "--num-prompts", "8", "-o", str(ours_path))
-    ours = load_runs(ours_path)[0]
-    assert ours.completed == theirs.completed == 8
-    assert ours.total_output_tokens == theirs.total_output_tokens == 8 * 32
-    assert abs(ours.total_input_tokens - theirs.total_input_tokens) <= 0.02 * theirs.total_input_tokens
+    raw = {"vllm bench": json.loads((vllm_dir / "vllm.json").read_text()), "probe bench": json.loads(ours_path.read_text().splitlines()[0])}
+    return load_runs(ours_path)[0], load_runs(vllm_dir / "vllm.json")[0], raw
+
+
+def _disagreements(ours, theirs) -> list[str]:
     # medians, except ITL: on this CPU server tokens often arrive in bursts (both tools see a median
     # gap near 0 ms), so the mean gap is the comparable figure
+    out = []
     for field, stat in (("ttft_ms", "median"), ("tpot_ms", "median"), ("itl_ms", "mean"), ("e2e_ms", "median")):
         a, b = getattr(getattr(ours, field), stat), getattr(getattr(theirs, field), stat)
-        assert 0.5 < a / b < 2.0, f"{field} {stat}: probe bench {a:.2f} ms vs vllm bench {b:.2f} ms"
+        if not 0.5 < a / b < 2.0:
+            out.append(f"{field} {stat}: probe bench {a:.2f} ms vs vllm bench {b:.2f} ms")
+    return out
+
+
+def _per_request(raw: dict) -> str:
+    """What each tool saw of each request: TTFT, gaps and the chunk count, to explain a disagreement."""
+    lines = []
+    for tool, obj in raw.items():
+        for ttft, itls, latency in zip(obj["ttfts"], obj["itls"], obj["latencies"]):
+            lines.append(f"{tool}: TTFT {ttft * 1e3:.0f} ms, {len(itls) + 1} chunks, last at {latency * 1e3:.0f} ms")
+        lines.extend(f"{tool} note: {n}" for n in obj.get("vllm_advisor", {}).get("notes", []))
+    return "\n".join(lines)
+
+
+def test_probe_bench_agrees_with_vllm_bench_serve(server, tmp_path):
+    """The same load through `vllm bench serve` and through `probe bench`: same counts, and the
+    latencies within the noise of a 2-core machine that runs both client and server.
+
+    Latencies get a second try: once in many CI runs the API server, starved of CPU, sent a whole
+    answer in a burst during one tool's run only (TPOT 0.05 ms against 35.8 ms), which says nothing
+    about how either tool times a stream. Two disagreements in a row fail, with what each tool saw."""
+    tries = []
+    for attempt in range(2):
+        ours, theirs, raw = _bench_both(server, tmp_path / f"try{attempt}")
+        assert not theirs.failed_checks()  # our recomputation reproduces every figure vllm bench stated
+        assert ours.completed == theirs.completed == 8
+        assert ours.total_output_tokens == theirs.total_output_tokens == 8 * 32
+        assert abs(ours.total_input_tokens - theirs.total_input_tokens) <= 0.02 * theirs.total_input_tokens
+        assert len(raw["probe bench"]["vllm_advisor"]["token_chunks"]) == 8
+        problems = _disagreements(ours, theirs)
+        tries.append((problems, _per_request(raw)))
+        if not problems:
+            break
+        print(f"try {attempt + 1}: " + "; ".join(problems) + "\n" + tries[-1][1])
+    assert not problems, "\n\n".join(f"try {i + 1}: {'; '.join(p)}\n{detail}" for i, (p, detail) in enumerate(tries))
     print(f"median TTFT {ours.ttft_ms.median:.0f} vs {theirs.ttft_ms.median:.0f} ms, "
-          f"TPOT {ours.tpot_ms.median:.2f} vs {theirs.tpot_ms.median:.2f} ms (probe bench vs vllm bench)")
+          f"TPOT {ours.tpot_ms.median:.2f} vs {theirs.tpot_ms.median:.2f} ms (probe bench vs vllm bench)"
+          + (", after a first try that disagreed" if len(tries) > 1 else ""))
 
 
 def test_chat_endpoint_and_shared_prefix(server, tmp_path):

@@ -115,6 +115,7 @@ def _advisor_block(spec: BenchSpec, point: LoadPoint, prompt_notes: list[str]) -
         "ignore_eos": spec.ignore_eos,
         "prompts_exact": bool(exact) and all(exact),
         "interrupted": point.interrupted,
+        "token_chunks": [r.token_chunks for r in point.records],
         "notes": [*prompt_notes, *point.notes],
     }
     if spec.metrics_url:
