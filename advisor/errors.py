@@ -12,14 +12,22 @@ from __future__ import annotations
 
 
 class AdvisorError(Exception):
-    """Base class: a problem with what the user gave us, explained in one line."""
+    """Base class: a problem with what the user gave us, explained in one line.
+
+    ``reason`` (a message id under ``input.reason``, with ``reason_args``) says the same thing typed,
+    so that an answer which skips the piece can word why in the asker's language; the English
+    ``message`` stays the precise line the CLI prints."""
 
     exit_code = 1
+    default_reason = "invalid"
 
-    def __init__(self, message: str, *, source: str | None = None, field: str | None = None) -> None:
+    def __init__(self, message: str, *, source: str | None = None, field: str | None = None,
+                 reason: str | None = None, reason_args: dict[str, str | int] | None = None) -> None:
         self.message = message
         self.source = source
         self.field = field
+        self.reason = reason or self.default_reason
+        self.reason_args = dict(reason_args or {})
         super().__init__(self.one_line())
 
     def one_line(self) -> str:
@@ -38,6 +46,8 @@ class InputFileError(AdvisorError):
 
 class UnknownFormatError(InputFileError):
     """No loader recognised the file; the message lists what was tried."""
+
+    default_reason = "unknown_format"
 
 
 class EndpointError(AdvisorError):

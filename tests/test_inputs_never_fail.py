@@ -132,6 +132,58 @@ def test_unreadable_attachments_are_skipped(tmp_path, fixtures_dir) -> None:
         assert name in notes
 
 
+def test_why_a_file_was_skipped_is_worded_in_the_askers_language(tmp_path, fixtures_dir) -> None:
+    """The reader's reason is typed (input.reason.*): a Chinese answer says in Chinese why each file
+    was skipped (English only inside code spans), an English one keeps the reader's own line."""
+    import re
+
+    from vllm_advisor.diagnosis.engine import diagnosis_notes
+    from vllm_advisor.messages import render
+
+    (tmp_path / "cmd.txt").write_text("vllm bench serve --model m --dataset-name random\n")
+    (tmp_path / "blob.bin").write_bytes(b"\x00\x01\x02" * 100)
+    (tmp_path / "empty.json").write_text("")
+    (tmp_path / "folder").mkdir()
+    files = [tmp_path / name for name in ("cmd.txt", "blob.bin", "empty.json", "missing.json", "folder")]
+    inputs = gather(question="为什么这么慢？", attachments=files)
+    reasons = {Path(n.source).name: n.reason for n in inputs.skipped}
+    assert reasons == {"cmd.txt": "unknown_kind", "blob.bin": "binary_attachment", "empty.json": "empty",
+                       "missing.json": "missing", "folder": "folder_empty"}
+    zh = [render(m, "zh") for m in diagnosis_notes(inputs)]
+    en = [render(m, "en") for m in diagnosis_notes(inputs)]
+    for note in inputs.skipped:
+        line = next(x for x in zh if note.source in x)
+        words = re.sub(r"`[^`]*`", "", line.replace(note.source, ""))
+        assert not re.search(r"[A-Za-z]{3,} [A-Za-z]{3,}", words), line  # no English phrase outside code
+        assert f"{note.source} skipped: {note.detail}" in en
+    assert any("文件不存在" in x for x in zh) and any("文件为空" in x for x in zh)
+
+
+def test_every_reason_a_reader_gives_has_words_in_every_language() -> None:
+    """Reasons are message ids: each one the code names (and each class default) is in the catalogs."""
+    import ast
+
+    from vllm_advisor import errors
+    from vllm_advisor.messages import LANGUAGES, catalog
+
+    def reasons(path: Path) -> set[str]:
+        """reason="..." given to an error or an InputNote (not, say, a metric's label)."""
+        out = set()
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                name = getattr(node.func, "id", None) or getattr(node.func, "attr", "")
+                if name.endswith("Error") or name == "InputNote":
+                    out |= {k.value.value for k in node.keywords if k.arg == "reason" and isinstance(k.value, ast.Constant)}
+        return out
+
+    named = set().union(*(reasons(f) for f in Path(errors.__file__).parent.rglob("*.py")))
+    named |= {cls.default_reason for cls in (errors.AdvisorError, errors.InputFileError, errors.UnknownFormatError)}
+    assert len(named) >= 20
+    for language in LANGUAGES:
+        missing = {r for r in named if f"input.reason.{r}" not in catalog(language)}
+        assert not missing, (language, missing)
+
+
 def test_attach_a_run_folder_lists_what_it_skipped(tmp_path, fixtures_dir) -> None:
     folder = fixtures_dir / "real-bench" / "vllm-bench"
     inputs = gather(question="why is TTFT high?", attachments=[folder])

@@ -277,7 +277,8 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
             out.append(msg(key, where=where, engine=note.engine, mapped=mapped, kept=", ".join(note.kept)))
             out.extend(msg(f"input.flag_approx.{a}", engine=note.engine) for a in note.approx)
         else:
-            out.append(msg(f"input.{note.code}", where=where, detail=note.detail))
+            detail = msg(f"input.reason.{note.reason}", detail=note.detail, **note.reason_args) if note.reason else note.detail
+            out.append(msg(f"input.{note.code}", where=where, detail=detail))
     said = {note.text() for note in skipped}
     # the memory model's own "will not start" line gives way to note.served_but_does_not_fit
     memory_notes = list(engine.memory.notes) if engine is not None and not served_not_fit else []

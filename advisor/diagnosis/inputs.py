@@ -106,12 +106,12 @@ def _attach_lenient(inputs: DiagnosisInputs, path: Path, *, code: str = "attachm
         _attach(inputs, path)
         return True
     except AdvisorError as exc:
-        detail = exc.message if exc.source == str(path) else exc.one_line()
-        inputs.set_aside(InputNote(code=code, source=str(path), field=exc.field, detail=detail))  # type: ignore[arg-type]
+        inputs.set_aside(InputNote.from_error(code, exc, str(path), field=exc.field))
     except (RecursionError, MemoryError, ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, ArithmeticError) as exc:
         if os.environ.get("VLLM_ADVISOR_DEBUG"):
             raise
-        inputs.set_aside(InputNote(code=code, source=str(path), detail=f"the reader failed ({type(exc).__name__}); set VLLM_ADVISOR_DEBUG=1 for the traceback"))  # type: ignore[arg-type]
+        inputs.set_aside(InputNote(code=code, source=str(path), detail=f"the reader failed ({type(exc).__name__}); set VLLM_ADVISOR_DEBUG=1 for the traceback",  # type: ignore[arg-type]
+                                   reason="reader_failed", reason_args={"error": type(exc).__name__}))
     return False
 
 
@@ -126,10 +126,12 @@ def _attach_folder(inputs: DiagnosisInputs, folder: Path) -> None:
             if len(files) > MAX_FOLDER_FILES:
                 break
     except OSError as exc:
-        inputs.set_aside(InputNote(code="attachment_skipped", source=str(folder), detail=f"cannot list: {exc.strerror or exc}"))
+        inputs.set_aside(InputNote(code="attachment_skipped", source=str(folder), detail=f"cannot list: {exc.strerror or exc}", reason="cannot_list",
+                                   reason_args={"error": str(exc.strerror or exc)}))
         return
     if len(files) > MAX_FOLDER_FILES:
-        inputs.set_aside(InputNote(code="folder_skipped", source=str(folder), detail=f"more than {MAX_FOLDER_FILES} files: only the first {MAX_FOLDER_FILES} read"))
+        inputs.set_aside(InputNote(code="folder_skipped", source=str(folder), detail=f"more than {MAX_FOLDER_FILES} files: only the first {MAX_FOLDER_FILES} read",
+                                   reason="folder_too_many", reason_args={"limit": MAX_FOLDER_FILES}))
         files = files[:MAX_FOLDER_FILES]
     before = len(inputs.skipped)
     for path in files:
@@ -138,9 +140,10 @@ def _attach_folder(inputs: DiagnosisInputs, folder: Path) -> None:
     if extra:
         del inputs.skipped[before + MAX_FOLDER_NOTES :]
         del inputs.notes[len(inputs.notes) - len(extra) :]
-        inputs.set_aside(InputNote(code="folder_skipped", source=str(folder), detail=f"and {len(extra)} more files not recognised"))
+        inputs.set_aside(InputNote(code="folder_skipped", source=str(folder), detail=f"and {len(extra)} more files not recognised",
+                                   reason="folder_more", reason_args={"count": len(extra)}))
     if not files:
-        inputs.set_aside(InputNote(code="attachment_skipped", source=str(folder), detail="the folder holds no files"))
+        inputs.set_aside(InputNote(code="attachment_skipped", source=str(folder), detail="the folder holds no files", reason="folder_empty"))
 
 
 def _attach(inputs: DiagnosisInputs, path: Path) -> None:
@@ -151,7 +154,7 @@ def _attach(inputs: DiagnosisInputs, path: Path) -> None:
     check_readable(path)  # missing, a FIFO or device, empty, too large: one line before anything opens it
     head = read_head(path, 4096)
     if looks_binary(head[:1024]):
-        raise InputFileError("is a binary file, expected a benchmark result, /metrics dump, server log or case file", source=str(path))
+        raise InputFileError("is a binary file, expected a benchmark result, /metrics dump, server log or case file", source=str(path), reason="binary_attachment")
     text = head.decode("utf-8", "replace")
     if "# TYPE vllm:" in text or "# HELP vllm:" in text or text.lstrip().startswith('{"source"') and '"families"' in text:
         from ..probe.metrics import load_metrics_file
@@ -174,7 +177,7 @@ def _attach(inputs: DiagnosisInputs, path: Path) -> None:
     try:
         inputs.server_logs.append(parse_server_log(path))
     except UnknownFormatError:
-        raise UnknownFormatError("not a format the advisor reads (benchmark result, /metrics dump or watch file, case file, vLLM server log)", source=str(path)) from None
+        raise UnknownFormatError("not a format the advisor reads (benchmark result, /metrics dump or watch file, case file, vLLM server log)", source=str(path), reason="unknown_kind") from None
 
 
 def _add_metrics(inputs: DiagnosisInputs, snapshots) -> None:
@@ -219,7 +222,7 @@ def gather(
         except AdvisorError as exc:
             if not question:
                 raise
-            inputs.set_aside(InputNote(code="profile_unreadable", source=str(profile), field=exc.field, detail=exc.message))
+            inputs.set_aside(InputNote.from_error("profile_unreadable", exc, str(profile), field=exc.field, detail=exc.message))
         else:
             inputs.case = case
             inputs.deployment = case.deployment.model_copy(deep=True)
@@ -243,7 +246,7 @@ def gather(
         try:
             _add_metrics(inputs, load_metrics_source(source, **(scrape_kwargs or {})))
         except InputFileError as exc:  # a saved dump that cannot be read; a URL that fails raises (exit 4)
-            inputs.set_aside(InputNote(code="attachment_skipped", source=source, detail=exc.message if exc.source == source else exc.one_line()))
+            inputs.set_aside(InputNote.from_error("attachment_skipped", exc, source, field=None))
     if prometheus:  # a fleet through the Prometheus that scrapes it: the summed window, then each instance
         from ..probe.metrics.prometheus import fetch_prometheus, fleet_windows
 
@@ -326,7 +329,7 @@ def _serve_command(inputs: DiagnosisInputs, cmd: str) -> None:
         parsed = parse_serve_command(cmd)
         engine_args_for(parsed)
     except AdvisorError as exc:
-        inputs.set_aside(InputNote(code="serve_cmd_skipped", source="--serve-cmd", detail=exc.message))
+        inputs.set_aside(InputNote.from_error("serve_cmd_skipped", exc, "--serve-cmd", field=None, detail=exc.message))
         return
     inputs.deployment.serve_command = cmd
     inputs.deployment.model = inputs.deployment.model or parsed.model
@@ -358,7 +361,7 @@ def _engine_args(inputs: DiagnosisInputs) -> EngineArgs:
         try:
             parsed = parse_command(dep.serve_command)
         except AdvisorError as exc:
-            inputs.set_aside(InputNote(code="serve_cmd_skipped", source=(inputs.case.source if inputs.case else None) or "--serve-cmd", field="deployment.serve_command", detail=exc.message))
+            inputs.set_aside(InputNote.from_error("serve_cmd_skipped", exc, (inputs.case.source if inputs.case else None) or "--serve-cmd", field="deployment.serve_command", detail=exc.message))
             dep.serve_command = None
         else:
             if parsed.engine != "vllm":
@@ -374,7 +377,7 @@ def _engine_args(inputs: DiagnosisInputs) -> EngineArgs:
     try:
         return engine_args_for(dep)
     except AdvisorError as exc:  # the command and the flags refused together: keep the command's
-        inputs.set_aside(InputNote(code="flag_dropped", source=inputs.case.source if inputs.case else None, field="deployment.flags", detail=exc.message))
+        inputs.set_aside(InputNote.from_error("flag_dropped", exc, inputs.case.source if inputs.case else None, field="deployment.flags", detail=exc.message))
         dep.flags = {}
         try:
             return engine_args_for(dep)
@@ -465,7 +468,8 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
         return
     for name in ("input_len", "output_len"):
         if getattr(inputs, name) > MAX_SIM_LEN:
-            inputs.set_aside(InputNote(code="workload_bounded", field=f"workload.{name}", detail=f"{getattr(inputs, name):,} tokens is over the {MAX_SIM_LEN:,} the scheduler simulation takes: no predicted load points"))
+            inputs.set_aside(InputNote(code="workload_bounded", field=f"workload.{name}", detail=f"{getattr(inputs, name):,} tokens is over the {MAX_SIM_LEN:,} the scheduler simulation takes: no predicted load points",
+                                       reason="sim_tokens_over", reason_args={"tokens": getattr(inputs, name), "limit": MAX_SIM_LEN}))
             return
     points = []
     for run in inputs.measured:
@@ -487,7 +491,8 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
         usable = [r for r in inputs.measured if (r.offered_concurrency or 0) <= MAX_SIM_CONCURRENCY]
         cost = CALIBRATION_SIMULATIONS * len(usable) * CALIBRATION_PROMPTS * (inputs.input_len / PREFILL_TOKENS_PER_UNIT + inputs.output_len)
         if cost > CALIBRATION_BUDGET:
-            inputs.set_aside(InputNote(code="workload_bounded", field="calibration", detail=f"fitting {len(usable)} load points of {inputs.input_len:,}+{inputs.output_len:,} tokens is over the simulation budget: uncalibrated"))
+            inputs.set_aside(InputNote(code="workload_bounded", field="calibration", detail=f"fitting {len(usable)} load points of {inputs.input_len:,}+{inputs.output_len:,} tokens is over the simulation budget: uncalibrated",
+                                       reason="calibration_over", reason_args={"points": len(usable), "input": inputs.input_len, "output": inputs.output_len}))
         else:
             try:
                 inputs.calibration = fit(engine, usable, input_len=inputs.input_len, output_len=inputs.output_len)
@@ -542,11 +547,13 @@ def _within_budget(inputs: DiagnosisInputs, points: list) -> list:
     kept, spent = [], 0.0
     for p in points:
         if p.concurrency and p.concurrency > MAX_SIM_CONCURRENCY:
-            inputs.set_aside(InputNote(code="workload_bounded", field="concurrency", detail=f"{p.label}: over the {MAX_SIM_CONCURRENCY:,} clients the scheduler simulation takes"))
+            inputs.set_aside(InputNote(code="workload_bounded", field="concurrency", detail=f"{p.label}: over the {MAX_SIM_CONCURRENCY:,} clients the scheduler simulation takes",
+                                       reason="concurrency_over", reason_args={"label": p.label, "limit": MAX_SIM_CONCURRENCY}))
             continue
         cost = 2 * simulation_cost(diagnosis_prompts(p), inputs.input_len or 0, inputs.output_len or 0)
         if spent + cost > SIM_BUDGET:
-            inputs.set_aside(InputNote(code="workload_bounded", field="concurrency" if p.concurrency else "request_rate", detail=f"{p.label}: simulating it is over the answer's simulation budget"))
+            inputs.set_aside(InputNote(code="workload_bounded", field="concurrency" if p.concurrency else "request_rate", detail=f"{p.label}: simulating it is over the answer's simulation budget",
+                                       reason="sim_budget", reason_args={"label": p.label}))
             continue
         spent += cost
         kept.append(p)

@@ -216,7 +216,7 @@ def load_case_lenient(path: str | Path) -> tuple[CaseFile, list[InputNote]]:
             dropped = _drop(data, tuple(first.get("loc", ())))
             if dropped is None:
                 raise _validation_error(exc, source) from None
-            notes.append(InputNote(code="profile_field_dropped", source=source, field=_field_path(dropped), detail=_explain(first)))
+            notes.append(InputNote(code="profile_field_dropped", source=source, field=_field_path(dropped), detail=_explain(first), reason="invalid_value"))
     else:
         raise InputFileError(f"more than {MAX_DROPPED_FIELDS} fields fail validation", source=source)
     case.source = source
@@ -225,18 +225,18 @@ def load_case_lenient(path: str | Path) -> tuple[CaseFile, list[InputNote]]:
         try:
             engine_args_for(Deployment(serve_command=dep.serve_command))
         except AdvisorError as exc:
-            notes.append(InputNote(code="serve_cmd_skipped", source=source, field="deployment.serve_command", detail=exc.message))
+            notes.append(InputNote.from_error("serve_cmd_skipped", exc, source, field="deployment.serve_command", detail=exc.message))
             dep.serve_command = None
     for key, value in list(dep.flags.items()):
         try:
             engine_args_for(Deployment(engine=dep.engine, flags={key: value}))
         except AdvisorError as exc:
-            notes.append(InputNote(code="flag_dropped", source=source, field=f"deployment.flags.{key}", detail=exc.message))
+            notes.append(InputNote.from_error("flag_dropped", exc, source, field=f"deployment.flags.{key}", detail=exc.message))
             del dep.flags[key]
     try:
         engine_args_for(dep)
     except AdvisorError as exc:  # values fine one by one, refused together
-        notes.append(InputNote(code="flag_dropped", source=source, field="deployment.flags", detail=exc.message))
+        notes.append(InputNote.from_error("flag_dropped", exc, source, field="deployment.flags", detail=exc.message))
         dep.flags = {}
     return case, notes
 

@@ -79,23 +79,23 @@ def check_readable(path: str | Path, max_bytes: int | None = None) -> Path:
     try:
         st = p.stat()
     except FileNotFoundError:
-        raise InputFileError("no such file", source=str(path)) from None
+        raise InputFileError("no such file", source=str(path), reason="missing") from None
     except OSError as exc:
-        raise InputFileError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+        raise InputFileError(f"cannot read: {exc.strerror or exc}", source=str(path), reason="unreadable", reason_args={"error": str(exc.strerror or exc)}) from None
     if stat.S_ISDIR(st.st_mode):
-        raise InputFileError("is a directory, expected a file", source=str(path))
+        raise InputFileError("is a directory, expected a file", source=str(path), reason="directory")
     kind = _kind_of(st.st_mode)
     if kind:
-        raise InputFileError(f"is {kind}, expected a regular file", source=str(path))
+        raise InputFileError(f"is {kind}, expected a regular file", source=str(path), reason="not_regular")
     size = st.st_size
     if size == 0:
-        raise InputFileError("file is empty", source=str(path))
+        raise InputFileError("file is empty", source=str(path), reason="empty")
     limit = max_bytes if max_bytes is not None else max_input_bytes()
     if size > limit:
         raise InputFileError(
             f"file is {size / 2**20:.0f} MiB, over the {limit / 2**20:g} MiB limit "
             "(set VLLM_ADVISOR_MAX_INPUT_MB to raise it)",
-            source=str(path),
+            source=str(path), reason="too_large", reason_args={"size": f"{size / 2**20:.0f}", "limit": f"{limit / 2**20:g}"},
         )
     return p
 
@@ -117,26 +117,26 @@ def read_head(path: str | Path, n: int = 4096) -> bytes:
         with open(path, "rb") as fh:
             return fh.read(n)
     except OSError as exc:
-        raise InputFileError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+        raise InputFileError(f"cannot read: {exc.strerror or exc}", source=str(path), reason="unreadable", reason_args={"error": str(exc.strerror or exc)}) from None
 
 
 def read_text(path: str | Path, max_bytes: int | None = None) -> str:
     """The whole file as text (UTF-8, BOM stripped), or a one-line error."""
     p = check_readable(path, max_bytes)
     if looks_binary(read_head(p, 1024)):
-        raise InputFileError("is a binary file, expected text (JSON, YAML, CSV or a log)", source=str(path))
+        raise InputFileError("is a binary file, expected text (JSON, YAML, CSV or a log)", source=str(path), reason="binary_text")
     limit = max_bytes if max_bytes is not None else max_input_bytes()
     try:
         with open(p, "rb") as fh:
             data = fh.read(limit + 1)  # a file that grew since stat() is still cut at the limit
     except OSError as exc:
-        raise InputFileError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+        raise InputFileError(f"cannot read: {exc.strerror or exc}", source=str(path), reason="unreadable", reason_args={"error": str(exc.strerror or exc)}) from None
     if len(data) > limit:
-        raise InputFileError(f"file grew past the {limit / 2**20:g} MiB limit while it was read", source=str(path))
+        raise InputFileError(f"file grew past the {limit / 2**20:g} MiB limit while it was read", source=str(path), reason="grew", reason_args={"limit": f"{limit / 2**20:g}"})
     try:
         return data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
-        raise InputFileError(f"not UTF-8 text (byte {exc.start})", source=str(path)) from None
+        raise InputFileError(f"not UTF-8 text (byte {exc.start})", source=str(path), reason="not_utf8", reason_args={"byte": str(exc.start)}) from None
 
 
 def bounded_lines(text: str, source: str, *, cut: bool) -> list[str]:
@@ -151,7 +151,7 @@ def bounded_lines(text: str, source: str, *, cut: bool) -> list[str]:
             if not cut:
                 raise InputFileError(
                     f"line {number} is {len(line):,} characters long, over the {limit:,} limit (set VLLM_ADVISOR_MAX_LINE_KB to raise it)",
-                    source=source,
+                    source=source, reason="line_too_long", reason_args={"line": str(number), "length": len(line), "limit": limit},
                 )
             lines[number - 1] = line[:limit]
     return lines

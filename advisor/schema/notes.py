@@ -8,9 +8,12 @@ sentence a person reads is made from these by a writer, never stored here.
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
+
+if TYPE_CHECKING:
+    from ..errors import AdvisorError
 
 InputNoteCode = Literal[
     "attachment_skipped",  # an attached file could not be read or is of no known kind
@@ -36,6 +39,20 @@ class InputNote(BaseModel):
     mapped: list[str] = Field(default_factory=list)
     kept: list[str] = Field(default_factory=list)
     approx: list[str] = Field(default_factory=list)
+    #: why, typed: a message id under input.reason and its values, so a Chinese answer words it in
+    #: Chinese (``detail`` is the reader's English line, which the English answer keeps)
+    reason: str | None = None
+    reason_args: dict[str, str | int] = Field(default_factory=dict)
+
+    @classmethod
+    def from_error(cls, code: str, exc: "AdvisorError", source: str | None, *, field: str | None,
+                   detail: str | None = None) -> "InputNote":
+        """The note for a piece set aside because a reader raised: the error's own message where it
+        names this source (else its whole line) and its typed reason."""
+        if detail is None:
+            detail = exc.message if exc.source == source else exc.one_line()
+        return cls(code=code, source=source, field=field, detail=detail,  # type: ignore[arg-type]
+                   reason=exc.reason, reason_args=exc.reason_args)
 
     def text(self) -> str:
         """The English line, for writers that have no message catalogue of their own yet."""
