@@ -216,7 +216,8 @@ def test_tokens_merged_into_chunks_are_counted_and_noted(chunks, tokens, noted):
 
     import httpx
 
-    from vllm_advisor.probe.loadgen.runner import burst_note
+    from vllm_advisor.probe.loadgen.result import load_point_record
+    from vllm_advisor.probe.loadgen.runner import LoadPoint
     from vllm_advisor.probe.loadgen.stream import request_body, send_request
 
     body = _streamed(chunks, tokens)
@@ -229,8 +230,19 @@ def test_tokens_merged_into_chunks_are_counted_and_noted(chunks, tokens, noted):
 
     record = asyncio.run(go())
     assert record.ok and record.token_chunks == len(chunks) and record.output_tokens == tokens
-    note = burst_note([record, record])
+    point = LoadPoint(concurrency=1, num_prompts=2, records=[record, record],
+                      prompts=[], started_at=0.0, duration_s=1.0)
+    line = load_point_record(BenchSpec(base_url="http://x", input_len=5, output_len=tokens, concurrencies=[1]), point, "m", [])
+    assert line["vllm_advisor"]["token_chunks"] == [len(chunks)] * 2
+    notes = [n for n in _loaded(line).notes if "per chunk" in n]
     if noted:
-        assert note and f"{2 * tokens} tokens in {2 * len(chunks)} chunks" in note
+        assert notes and f"{2 * tokens} tokens in {2 * len(chunks)} chunks" in notes[0]
     else:
-        assert note is None
+        assert notes == []
+
+
+def _loaded(line: dict):
+    """A probe bench line read back the way ask and memo read the file."""
+    from vllm_advisor.probe.bench.advisor_bench import run_from_object
+
+    return run_from_object(json.loads(json.dumps(line)), source="bench.jsonl", index=0)

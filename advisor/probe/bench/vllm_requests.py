@@ -173,7 +173,29 @@ def summarize_requests(
     if arrays.input_lens is not None:
         summary.input_len = Distribution.from_samples(arrays.input_lens[ok], "tokens")
         summary.total_input_tokens = int(arrays.input_lens[ok].sum())
+    if out is not None and arrays.itl_values_s is not None and (note := chunk_note(out[ok], arrays.itl_counts[ok] + 1)):
+        summary.notes.append(note)
     return summary
+
+
+#: Tokens per streamed chunk from which the gaps a client times stop being gaps between tokens.
+MERGED_TOKENS_PER_CHUNK = 1.5
+
+
+def chunk_note(output_lens: np.ndarray, chunks: np.ndarray) -> str | None:
+    """A note when the stream carried several tokens per chunk.
+
+    WHY: ``vllm bench serve`` and ``probe bench`` time chunks. vLLM streams one chunk per engine step,
+    which holds several tokens under speculative decoding, and merges the steps a busy API server
+    has not sent yet (``--stream-interval`` and other engines' stream intervals do it on purpose).
+    ITL is then the gap between chunks, not tokens, and when a whole answer arrives at once TPOT
+    reads near 0: whoever compares these figures with a step time should know."""
+    multi = output_lens > 1
+    tokens, sent = float(output_lens[multi].sum()), float(chunks[multi].sum())
+    if not sent or tokens / sent < MERGED_TOKENS_PER_CHUNK:
+        return None
+    return (f"the stream carried {tokens:,.0f} tokens in {sent:,.0f} chunks ({tokens / sent:.1f} per chunk: speculative "
+            "decoding, a stream interval or a busy API server): ITL is the gap between chunks, not tokens")
 
 
 def compare_distribution(

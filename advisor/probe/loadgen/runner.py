@@ -175,30 +175,7 @@ async def run_load_point(
         point.notes.extend(sampler.notes)
     if interrupted:
         point.notes.append(f"interrupted: {len(records)} of {len(prompts)} requests finished and are kept")
-    if note := burst_note(point.records):
-        point.notes.append(note)
     return point
-
-
-#: Tokens per streamed chunk from which the client's TPOT and ITL stop being per-token times.
-BURST_TOKENS_PER_CHUNK = 1.5
-
-
-def burst_note(records: list[RequestRecord]) -> str | None:
-    """A note when the server sent its tokens several to a chunk.
-
-    WHY: vLLM streams one chunk per engine step, but merges the steps a busy API server has not
-    sent yet into one chunk (and ``--stream-interval`` or another engine's stream interval does the
-    same on purpose). The client then times chunks, not tokens: its ITL and TPOT fall below the
-    engine's step time, down to about 0 when a whole answer arrives at once. Whoever reads the
-    figures should know before comparing them with a step time."""
-    done = [r for r in records if r.ok and r.output_tokens and r.output_tokens > 1]
-    tokens = sum(r.output_tokens or 0 for r in done)
-    chunks = sum(r.token_chunks for r in done)
-    if not chunks or tokens / chunks < BURST_TOKENS_PER_CHUNK:
-        return None
-    return (f"the server sent {tokens} tokens in {chunks} chunks ({tokens / chunks:.1f} per chunk): TPOT and ITL "
-            "time chunks, not tokens, and read below the engine's time per token")
 
 
 async def run_sweep(
