@@ -132,3 +132,18 @@ def test_requests_served_one_after_another_are_told_to_find_what_serialises_them
     assert "rec.queueing_serialised" in ids and "rec.queueing_1" not in ids
     ids = [r.change.id for r in _changes("vllm-54101-bench-excludes-client-queueing")]  # a real queue: unchanged
     assert "rec.queueing_1" in ids
+
+
+@pytest.mark.parametrize(("words", "serial"), [
+    ("多个用户同时发请求时，一条做完才轮到下一条，没有并行", True),
+    ("请求只能依次完成，无法并行", True),
+    ("requests are processed one by one behind our gateway", True),
+    ("并发 40 时每个请求只有 22 tok/s，排队时间很长", False),
+    ("parallel sampling with n=4 is slow", False),
+])
+def test_words_that_say_requests_run_one_after_another(words, serial):
+    from types import SimpleNamespace
+
+    from vllm_advisor.diagnosis.report_facts import requests_serialised
+
+    assert requests_serialised(SimpleNamespace(text=words)) is serial

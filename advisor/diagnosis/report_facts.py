@@ -175,7 +175,8 @@ def highest_concurrency(inputs: DiagnosisInputs) -> int | None:
 #: answers a different question (a reviewer's find, session 12: 6 of 56 reports).
 SERIALISED = re.compile(
     r"\bone\s+(?:request\s+)?(?:at\s+a\s+time|by\s+one|after\s+(?:the\s+)?(?:other|another))\b|\bsequential(?:ly)?\b|\bserial(?:ly|i[sz]ed?|i[sz]ing)?\b"
-    r"|\bnot\s+(?:run|processed|handled|served|executed)\s+(?:in\s+parallel|concurrently)\b|串行|一个一个|逐个处理|逐条|依次处理|只能处理一个|一次只(?:处理|能处理|跑)一个",
+    r"|\bnot\s+(?:run|processed|handled|served|executed)\s+(?:in\s+parallel|concurrently)\b|串行|一个一个|逐个处理|逐条|依次(?:处理|完成|执行|返回)|只能处理一个|一次只(?:处理|能处理|跑)一个"
+    r"|(?:没有|不能|无法|没法)并行|并行不了|一[条个](?:请求)?(?:做|跑|处理|执行)完才",
     re.I,
 )
 
