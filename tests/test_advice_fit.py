@@ -44,7 +44,8 @@ def test_quantised_weights_slower_than_16_bit_get_the_kernel_not_the_bandwidth_b
     assert "rec.decode_bandwidth_dequant" in ids and "rec.decode_bandwidth_1" not in ids
 
 
-@pytest.mark.parametrize("case", ["ktransformers-440-v03-bf16-vs-v02-q4", "mindnlp-1168-910b-op-dispatch-core-hopping", "qwen-843-official-docker-6x-slower-autogptq"])
+@pytest.mark.parametrize("case", ["ktransformers-440-v03-bf16-vs-v02-q4", "mindnlp-1168-910b-op-dispatch-core-hopping", "qwen-843-official-docker-6x-slower-autogptq",
+                                  "langchain-chatchat-442-v0113-streaming-gc-slow"])  # the last never names vLLM: an upgraded chat app
 def test_no_vllm_wheel_for_a_report_about_another_engine(case):
     assert not any(f.startswith("pip install vllm") for f in _flags(case))
 

@@ -19,7 +19,7 @@ from ..schema.message import msg
 from .inputs import DiagnosisInputs
 from .causes import WEIGHT_QUANT_FLAG
 from .report_facts import (
-    HF_TRANSFORMERS, catalog_gpu, engine_named_in_text, fp8_weights_unsupported, highest_concurrency, offline_run, platform_named,
+    _A, HF_TRANSFORMERS, catalog_gpu, engine_named_in_text, fp8_weights_unsupported, highest_concurrency, offline_run, platform_named,
     prefix_reuse_missing, requests_serialised, weights_quantised,
 )
 
@@ -96,6 +96,14 @@ def on_vllm(inputs: DiagnosisInputs) -> bool:
     return inputs.deployment.is_vllm and engine_named_in_text(inputs.text) is None and platform_named(inputs) is None
 
 
+def vllm_evident(inputs: DiagnosisInputs) -> bool:
+    """Something the user gave says vLLM runs: the engine, a vLLM version, a serve command or engine
+    flags, or the word itself. A report that never names vLLM (an upgraded chat app over transformers,
+    say) is not told to pin a vLLM wheel (a reviewer's find, session 14)."""
+    dep = inputs.deployment
+    return bool(dep.engine or dep.vllm_version or dep.serve_command or dep.flags or re.search(_A + r"vllm", inputs.text or "", re.I))
+
+
 def _too_new(flag: str, release: tuple[int, int] | None) -> bool:
     return release is not None and any(flag.startswith(name) or f" {name}" in flag for name, since in FLAG_SINCE if release < since)
 
@@ -139,6 +147,8 @@ def _reworded(rec: Recommendation, inputs: DiagnosisInputs) -> None:
         rec.flag, rec.change = None, msg("rec.decode_bandwidth_quantised")
     if rec.change.id == "rec.cpu_frontend_1" and offline_run(inputs):  # no API server to scale out
         rec.flag, rec.change = None, msg("rec.cpu_frontend_offline")
+    elif rec.change.id == "rec.cpu_frontend_1" and not on_vllm(inputs):  # another engine: no --api-server-count
+        rec.flag, rec.change = None, msg("rec.cpu_frontend_other_engine")
     if rec.change.id == "rec.cuda_graph_1" and not inputs.engine_args.enforce_eager:
         rec.change = msg("rec.cuda_graph_sizes")  # "drop --enforce-eager" only to a user who set it
     if rec.change.id == "rec.prefix_cache_1" and prefix_reuse_missing(inputs):
@@ -182,8 +192,8 @@ def fit_to_deployment(rec: Recommendation, inputs: DiagnosisInputs) -> Recommend
         rec.flag = None
     if change == "rec.prefill_compute_1" and (args.enable_prefix_caching or (inputs.input_len is not None and inputs.input_len < 1024)):
         rec.flag = None  # already caching prefixes, or prompts too short for a prefix to matter
-    if flag.startswith("pip install vllm") and not on_vllm(inputs):
-        rec.flag = None  # the regression is in the engine or plugin the report uses, not in vLLM's wheel
+    if flag.startswith("pip install vllm") and not (on_vllm(inputs) and vllm_evident(inputs)):
+        rec.flag = None  # the regression is in the engine, plugin or app the report uses, not in vLLM's wheel
     elif flag.startswith("pip install vllm==<previous>") and (previous := previous_release(inputs)):
         rec.flag = f"pip install vllm=={previous}"
     if rec.flag and _too_new(rec.flag, release):

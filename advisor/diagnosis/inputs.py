@@ -77,12 +77,12 @@ class DiagnosisInputs:
         """The words name a model or GPU that was not used because they are about another engine
         (``facts_from_words``): the answer says so rather than "not given"."""
         from ..probe.stated_facts import read_stated_facts
-        from .report_facts import names_another_engine
+        from .report_facts import words_about_another_engine
 
         if self.stated.model or self.stated.gpu or (self.deployment.model and self.deployment.gpu):
             return False
         named = read_stated_facts(self.text)
-        return bool(named.model or named.gpu) and names_another_engine(self.text)
+        return bool(named.model or named.gpu) and words_about_another_engine(self.text)
 
     @property
     def served(self) -> bool:
@@ -281,16 +281,16 @@ def facts_from_words(inputs: DiagnosisInputs) -> StatedFacts:
     """The deployment facts the user's words state (probe/stated_facts.py) that would fill fields the
     flags, the case file, a serve command and the attachments left unknown (nothing is changed)."""
     from ..probe.stated_facts import read_stated_facts
-    from .report_facts import names_another_engine
+    from .report_facts import words_about_another_engine
 
     said = read_stated_facts(inputs.text)
     if said.empty():
         return StatedFacts()
     dep, used = inputs.deployment, {}
-    # words about another engine (KTransformers' CPU-offloaded experts, a GGUF file under llama.cpp,
-    # a comparison with SGLang) describe a deployment vLLM's model would misjudge, and a vLLM release
-    # they name is the one compared with: only a report about vLLM alone is read for its deployment
-    vllm_only = dep.is_vllm and not names_another_engine(inputs.text)
+    # words about another engine (KTransformers' CPU-offloaded experts, a GGUF file under llama.cpp)
+    # describe a deployment vLLM's model would misjudge: they are read for the deployment only when
+    # vLLM is what runs (no other engine named, or vLLM named beside one it is compared with)
+    vllm_only = dep.is_vllm and not words_about_another_engine(inputs.text)
     for name in WORDS_FILL:
         if getattr(dep, name) is None and getattr(said, name) is not None and vllm_only:
             used[name] = getattr(said, name)

@@ -75,11 +75,11 @@ def engine_named_in_text(text: str) -> str | None:
 NOT_VLLM = re.compile(r"(\bnot|instead of|rather than|without|不是|没有用|没用|未使用|而非|非)\s*(the\s+)?vllm" + _Z, re.I)
 
 
-def names_another_engine(text: str) -> bool:
-    """The words name an engine other than vLLM at all (about it, or comparing it with vLLM), or say
-    that vLLM is not what runs: a model, GPU, release or parallelism they state may then be another
-    engine's setup."""
-    return bool(NOT_VLLM.search(text or "")) or any(re.search(pattern, text or "", re.I) for _, pattern in ENGINES_IN_TEXT)
+def words_about_another_engine(text: str) -> bool:
+    """The words say another engine than vLLM is what runs (it is named without vLLM, or vLLM is
+    named only to say it is not used): a model, GPU, release or parallelism they state is then that
+    engine's setup. vLLM named beside another engine it is compared with is still vLLM's deployment."""
+    return bool(NOT_VLLM.search(text or "")) or engine_named_in_text(text) is not None
 
 
 #: GPUs and NPUs without FP8 tensor cores that the catalog may not list (Volta, Turing, Ampere, older
