@@ -215,7 +215,7 @@ def stated_facts(said) -> list[Msg]:
     if said.gpu:
         out.append(msg("stated.gpu", name=said.gpu, count=said.num_gpus or 1) if said.num_gpus else msg("stated.gpu_only", name=said.gpu))
     elif said.num_gpus:
-        out.append(msg("stated.gpus", count=said.num_gpus))
+        out.append(msg("stated.gpus", count=said.num_gpus) if said.num_gpus > 1 else msg("stated.one_gpu"))
     if said.tensor_parallel_size:
         out.append(msg("stated.tp", tp=said.tensor_parallel_size))
     if said.vllm_version:
