@@ -260,3 +260,13 @@ def test_pre_releases_and_builds_are_read_whole(text, version):
 def test_the_release_upgraded_to_is_the_one_that_runs(text, version):
     """A reviewer's find (session 12): the first release named was read as the user's."""
     assert read_stated_facts(text).vllm_version == version
+
+
+@pytest.mark.parametrize(("words", "version"), [
+    ("a 16% TPOT speed-up on vLLM v0.18.0, but on v0.19.0 the speed-up is cut in half", None),  # which one runs is not said
+    ("after upgrading vLLM from 0.6.3 to 0.7.2 it got slower", "0.7.2"),
+    ("vLLM 0.6.3 with flashinfer 0.1.6 on one H100", "0.6.3"),
+    ("vllm==0.8.5 (the v0.8.5 image)", "0.8.5"),
+])
+def test_a_release_compared_with_another_is_not_taken_as_the_one_that_runs(words, version):
+    assert read_stated_facts(words).vllm_version == version

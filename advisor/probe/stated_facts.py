@@ -251,10 +251,21 @@ _UPGRADE = re.compile(
 )
 
 
+#: a release written with a "v" ("on v0.19.0"): in these reports nearly always vLLM's own
+_V_RELEASE = re.compile(_A + r"v(0\.\d{1,3}\.\d{1,3})(?![\d.])", re.IGNORECASE)
+
+
 def _version(text: str) -> str | None:
-    """The vLLM release the words say runs: the one upgraded to, else the one release named after "vLLM"."""
+    """The vLLM release the words say runs: the one upgraded to, else the one release named after
+    "vLLM", unless the words compare it with another "v0.x.y" ("16% on vLLM v0.18.0, but on v0.19.0
+    half of it": which one runs is not said)."""
     upgraded = [m.group(2) or m.group(3) or m.group(4) for m in _UPGRADE.finditer(text)]
-    return _one(upgraded) or _one([m.group(1) for m in _VERSION.finditer(text)])
+    if (found := _one(upgraded)) is not None:
+        return found
+    named = _one([m.group(1) for m in _VERSION.finditer(text)])
+    if named is not None and any(v != named for v in (m.group(1) for m in _V_RELEASE.finditer(text))):
+        return None
+    return named
 
 
 def _spread(values: list[int], n: int) -> list[int]:
