@@ -188,3 +188,31 @@ def test_changes_come_from_likely_or_computed_findings():
     for finding, _ in _top_changes(result.diagnosis, reply.findings):
         assert finding in reply.findings or finding.confidence >= LIKELY or computed(finding), (finding.cause, finding.confidence)
     assert len(_top_changes(result.diagnosis, reply.findings)) < 3  # the 2-9% findings no longer pad it
+
+
+@pytest.mark.parametrize(("question", "kind"), [
+    ("Decode with fa3 is half of flashinfer's at batch 64. Is this expected?", "normal"),
+    ("1.5B 的模型反而比 6B 的慢，这正常吗？", "normal"),
+    ("The LMCache setup gives no gain over vanilla vLLM. Is my configuration wrong?", "setup"),
+    ("多并发请求的总耗时和串行一样，是我哪里没配好吗？", "setup"),
+    ("Why is TTFT 15 s at 64 clients?", None),  # asks why, not whether
+    ("Is it reasonable to use TP4 here?", None),  # asks for advice
+])
+def test_questions_asking_whether_it_is_normal_or_misconfigured_are_recognised(question, kind):
+    from vllm_advisor.answer.question import asked_expectation
+
+    assert asked_expectation(question) == kind
+
+
+@pytest.mark.parametrize(("case", "said"), [
+    ("sglang-5630-fa3-decode-slow-h20", "Not what this hardware can do: a setting holds it back"),  # "Is this expected?": the fa3 backend
+    ("vllm-5007-l40s-slower-than-a100", "Probably not a wrong setting"),  # the L40S's memory bandwidth
+    ("indextts-vllm-204-concurrency-equals-serial", "多半不是配置错了"),  # a pipeline stage serialises: not the user's settings
+])
+def test_is_it_normal_or_my_setup_gets_its_yes_or_no_first(case, said):
+    """The reply to "is this normal?" / "is my setup wrong?" is the leading finding's kind (a setting,
+    what this hardware and load do, the release, the measurement), before the reasons."""
+    cases = Path(__file__).resolve().parents[1] / "knowledge" / "cases"
+    answer = Session(profile=cases / f"{case}.yaml", kb=False).answer().answer
+    opening = answer.markdown.split("\n\n")[1]
+    assert said in opening, opening

@@ -194,11 +194,69 @@ def supported(f: Finding, sentence: str) -> bool:
 
 
 def question_verdict(question: str | None, diagnosis: Diagnosis) -> tuple[str | None, Msg | None]:
-    """(the cause asked about, the verdict) for a yes/no question about a cause, else (None, None):
-    what both the short and the full answer open with."""
+    """(the cause asked about, the verdict) for a yes/no question about a cause; for "is this
+    normal?" or "did I set something up wrong?", (None, the verdict on the leading finding's kind);
+    else (None, None): what both the short and the full answer open with."""
     asked = asked_causes(question)
     said = verdict(asked, diagnosis)
+    if said is None and (kind := asked_expectation(question)) is not None:
+        return None, expectation_verdict(kind, diagnosis)
     return (asked.causes[0] if said is not None else None), said
+
+
+#: "Is this normal / expected?", "这正常吗？", "符合预期吗" — and "Is my configuration wrong?", "是我哪里没配好吗？",
+#: "配置有问题吗": a reviewer's find (session 14): 8 of 25 English and 5 of 25 Chinese reports asked one of these
+#: and got no yes or no.
+_NORMAL = re.compile(
+    r"\b(?:normal|expected|to be expected|as expected|typical)\b|正常|符合预期|预期之内|应该的",
+    re.I,
+)
+_SETUP = re.compile(
+    r"\b(?:(?:mis)?config\w*|set\s*up|setup|settings?|parameters?|flags?)\b[^.?!]{0,30}\b(?:wrong|incorrect|right|correct|off|missing|bad)\b"
+    r"|\b(?:wrong|incorrect|bad|missing)\b[^.?!]{0,20}\b(?:config\w*|set\s*up|setup|settings?|parameters?|flags?)\b"
+    r"|\bmisconfigur\w*|\bdid\s+i\s+(?:miss|forget|set)\b"
+    r"|(?:配置|设置|参数|配)[^。？?]{0,8}(?:不对|错|有问题|不当|不合理|没配好|不正确)|没配好|配错|哪里没配|漏了什么参数",
+    re.I,
+)
+#: What kind of finding each cause is, for those questions: a setting the user can change, what this
+#: hardware and load do, a fault of the release, or how it was measured.
+CAUSE_KIND: dict[str, str] = {
+    **dict.fromkeys(("max_num_seqs_limit", "batched_tokens_limit", "memory_config", "cuda_graph", "attention_backend", "kv_quant"), "setting"),
+    **dict.fromkeys(("kv_capacity", "queueing", "chunked_prefill_interference", "prefill_compute", "decode_bandwidth", "tp_comm"), "inherent"),
+    "version_regression": "release",
+    "benchmark_methodology": "measurement",
+}  # the rest (prefix cache, speculative decoding, the CPU front end...) depend on the workload or the build: no verdict
+
+
+def asked_expectation(question: str | None) -> str | None:
+    """'normal' when a yes/no sentence asks whether what was seen is normal or expected, 'setup' when
+    it asks whether the user's own setup is wrong, else None."""
+    if not question:
+        return None
+    for sentence in _SENTENCES.findall(question):
+        asking = _asking_part(sentence)
+        if not asking:
+            continue
+        if _SETUP.search(asking):
+            return "setup"
+        if _NORMAL.search(asking):
+            return "normal"
+    return None
+
+
+def expectation_verdict(kind: str, diagnosis: Diagnosis) -> Msg | None:
+    """The reply to "is this normal?" or "is my setup wrong?" from the leading finding's kind, hedged
+    under one half of confidence (the fitted ranking's) unless figures computed for this deployment carry it."""
+    if not diagnosis.findings:
+        return None
+    from ..schema.message import msg
+
+    top = diagnosis.findings[0]
+    if top.cause not in CAUSE_KIND:
+        return None
+    sure = top.confidence >= 0.5 or computed(top)
+    return msg(f"verdict.{kind}_{CAUSE_KIND[top.cause]}" + ("" if sure else "_weak"),
+               cause=msg(f"cause.{top.cause}"), pct=f"{round(100 * top.confidence)}%")
 
 
 def verdict(asked: Asked | None, diagnosis: Diagnosis) -> Msg | None:
