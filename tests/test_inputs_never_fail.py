@@ -167,13 +167,15 @@ def test_every_reason_a_reader_gives_has_words_in_every_language() -> None:
     from vllm_advisor.messages import LANGUAGES, catalog
 
     def reasons(path: Path) -> set[str]:
-        """reason="..." given to an error or an InputNote (not, say, a metric's label)."""
+        """reason="..." given to an error or an InputNote, or typed_note's reason (not, say, a metric's label)."""
         out = set()
         for node in ast.walk(ast.parse(path.read_text())):
             if isinstance(node, ast.Call):
                 name = getattr(node.func, "id", None) or getattr(node.func, "attr", "")
                 if name.endswith("Error") or name == "InputNote":
                     out |= {k.value.value for k in node.keywords if k.arg == "reason" and isinstance(k.value, ast.Constant)}
+                if name == "typed_note" and len(node.args) > 1 and isinstance(node.args[1], ast.Constant):
+                    out.add(node.args[1].value)
         return out
 
     named = set().union(*(reasons(f) for f in Path(errors.__file__).parent.rglob("*.py")))

@@ -110,9 +110,17 @@ def _attach_lenient(inputs: DiagnosisInputs, path: Path, *, code: str = "attachm
     except (RecursionError, MemoryError, ValueError, TypeError, KeyError, IndexError, AttributeError, OverflowError, ArithmeticError) as exc:
         if os.environ.get("VLLM_ADVISOR_DEBUG"):
             raise
-        inputs.set_aside(InputNote(code=code, source=str(path), detail=f"the reader failed ({type(exc).__name__}); set VLLM_ADVISOR_DEBUG=1 for the traceback",  # type: ignore[arg-type]
-                                   reason="reader_failed", reason_args={"error": type(exc).__name__}))
+        inputs.set_aside(typed_note(code, "reader_failed", source=str(path), error=type(exc).__name__))
     return False
+
+
+def typed_note(code: str, reason: str, *, source: str | None = None, field: str | None = None, **args: str | int) -> InputNote:
+    """A note whose reason the advisor itself states (no reader's line): the English ``detail`` is
+    the catalog's own wording of it, so the two cannot drift apart."""
+    from ..messages import text
+
+    return InputNote(code=code, source=source, field=field, detail=text("en", f"input.reason.{reason}", **args),  # type: ignore[arg-type]
+                     reason=reason, reason_args=args)
 
 
 def _attach_folder(inputs: DiagnosisInputs, folder: Path) -> None:
@@ -126,12 +134,10 @@ def _attach_folder(inputs: DiagnosisInputs, folder: Path) -> None:
             if len(files) > MAX_FOLDER_FILES:
                 break
     except OSError as exc:
-        inputs.set_aside(InputNote(code="attachment_skipped", source=str(folder), detail=f"cannot list: {exc.strerror or exc}", reason="cannot_list",
-                                   reason_args={"error": str(exc.strerror or exc)}))
+        inputs.set_aside(typed_note("attachment_skipped", "cannot_list", source=str(folder), error=str(exc.strerror or exc)))
         return
     if len(files) > MAX_FOLDER_FILES:
-        inputs.set_aside(InputNote(code="folder_skipped", source=str(folder), detail=f"more than {MAX_FOLDER_FILES} files: only the first {MAX_FOLDER_FILES} read",
-                                   reason="folder_too_many", reason_args={"limit": MAX_FOLDER_FILES}))
+        inputs.set_aside(typed_note("folder_skipped", "folder_too_many", source=str(folder), limit=MAX_FOLDER_FILES))
         files = files[:MAX_FOLDER_FILES]
     before = len(inputs.skipped)
     for path in files:
@@ -140,10 +146,9 @@ def _attach_folder(inputs: DiagnosisInputs, folder: Path) -> None:
     if extra:
         del inputs.skipped[before + MAX_FOLDER_NOTES :]
         del inputs.notes[len(inputs.notes) - len(extra) :]
-        inputs.set_aside(InputNote(code="folder_skipped", source=str(folder), detail=f"and {len(extra)} more files not recognised",
-                                   reason="folder_more", reason_args={"count": len(extra)}))
+        inputs.set_aside(typed_note("folder_skipped", "folder_more", source=str(folder), count=len(extra)))
     if not files:
-        inputs.set_aside(InputNote(code="attachment_skipped", source=str(folder), detail="the folder holds no files", reason="folder_empty"))
+        inputs.set_aside(typed_note("attachment_skipped", "folder_empty", source=str(folder)))
 
 
 def _attach(inputs: DiagnosisInputs, path: Path) -> None:
@@ -468,8 +473,7 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
         return
     for name in ("input_len", "output_len"):
         if getattr(inputs, name) > MAX_SIM_LEN:
-            inputs.set_aside(InputNote(code="workload_bounded", field=f"workload.{name}", detail=f"{getattr(inputs, name):,} tokens is over the {MAX_SIM_LEN:,} the scheduler simulation takes: no predicted load points",
-                                       reason="sim_tokens_over", reason_args={"tokens": getattr(inputs, name), "limit": MAX_SIM_LEN}))
+            inputs.set_aside(typed_note("workload_bounded", "sim_tokens_over", field=f"workload.{name}", tokens=getattr(inputs, name), limit=MAX_SIM_LEN))
             return
     points = []
     for run in inputs.measured:
@@ -491,8 +495,7 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
         usable = [r for r in inputs.measured if (r.offered_concurrency or 0) <= MAX_SIM_CONCURRENCY]
         cost = CALIBRATION_SIMULATIONS * len(usable) * CALIBRATION_PROMPTS * (inputs.input_len / PREFILL_TOKENS_PER_UNIT + inputs.output_len)
         if cost > CALIBRATION_BUDGET:
-            inputs.set_aside(InputNote(code="workload_bounded", field="calibration", detail=f"fitting {len(usable)} load points of {inputs.input_len:,}+{inputs.output_len:,} tokens is over the simulation budget: uncalibrated",
-                                       reason="calibration_over", reason_args={"points": len(usable), "input": inputs.input_len, "output": inputs.output_len}))
+            inputs.set_aside(typed_note("workload_bounded", "calibration_over", field="calibration", points=len(usable), input=inputs.input_len, output=inputs.output_len))
         else:
             try:
                 inputs.calibration = fit(engine, usable, input_len=inputs.input_len, output_len=inputs.output_len)
@@ -547,13 +550,11 @@ def _within_budget(inputs: DiagnosisInputs, points: list) -> list:
     kept, spent = [], 0.0
     for p in points:
         if p.concurrency and p.concurrency > MAX_SIM_CONCURRENCY:
-            inputs.set_aside(InputNote(code="workload_bounded", field="concurrency", detail=f"{p.label}: over the {MAX_SIM_CONCURRENCY:,} clients the scheduler simulation takes",
-                                       reason="concurrency_over", reason_args={"label": p.label, "limit": MAX_SIM_CONCURRENCY}))
+            inputs.set_aside(typed_note("workload_bounded", "concurrency_over", field="concurrency", label=p.label, limit=MAX_SIM_CONCURRENCY))
             continue
         cost = 2 * simulation_cost(diagnosis_prompts(p), inputs.input_len or 0, inputs.output_len or 0)
         if spent + cost > SIM_BUDGET:
-            inputs.set_aside(InputNote(code="workload_bounded", field="concurrency" if p.concurrency else "request_rate", detail=f"{p.label}: simulating it is over the answer's simulation budget",
-                                       reason="sim_budget", reason_args={"label": p.label}))
+            inputs.set_aside(typed_note("workload_bounded", "sim_budget", field="concurrency" if p.concurrency else "request_rate", label=p.label))
             continue
         spent += cost
         kept.append(p)
