@@ -151,6 +151,13 @@ def _asking_part(sentence: str) -> str | None:
     return None
 
 
+def _asking_parts(question: str):
+    """The yes/no-asking part of each sentence of ``question`` that has one, in order."""
+    for sentence in _SENTENCES.findall(question):
+        if asking := _asking_part(sentence):
+            yield asking
+
+
 @dataclass(frozen=True)
 class Asked:
     """A yes/no question about causes: the causes it names and the words that ask."""
@@ -167,9 +174,8 @@ def asked_causes(question: str | None) -> Asked | None:
 
     if not question:
         return None
-    for sentence in _SENTENCES.findall(question):
-        asking = _asking_part(sentence)
-        if not asking or not _CAUSAL.search(asking):
+    for asking in _asking_parts(question):
+        if not _CAUSAL.search(asking):
             continue
         named = _named(asking)
         if not named and _POINTING.search(asking):
@@ -233,10 +239,7 @@ def asked_expectation(question: str | None) -> str | None:
     it asks whether the user's own setup is wrong, else None."""
     if not question:
         return None
-    for sentence in _SENTENCES.findall(question):
-        asking = _asking_part(sentence)
-        if not asking:
-            continue
+    for asking in _asking_parts(question):
         if _SETUP.search(asking):
             return "setup"
         if _NORMAL.search(asking):

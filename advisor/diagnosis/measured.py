@@ -26,7 +26,7 @@ def _observations(inputs: DiagnosisInputs, board: Board) -> None:
     obs = inputs.observations
     # one sentence for an idle GPU, from the lowest utilisation reported (two load points gave
     # "busy only 10%" and "busy only 0%" one after the other); every point still counts as evidence
-    idle = min((o.gpu_util_pct for o in obs if o.gpu_util_pct is not None and o.gpu_util_pct < 70), default=None)
+    idlest = min((o for o in obs if o.gpu_util_pct is not None and o.gpu_util_pct < 70), key=lambda o: o.gpu_util_pct, default=None)
     for o in obs:
         at = f"c={o.concurrency}" if o.concurrency else None
         if o.preemptions:
@@ -46,9 +46,8 @@ def _observations(inputs: DiagnosisInputs, board: Board) -> None:
                 "cpu_frontend",
                 1.5,
                 _rep(msg("ev.gpu_util"), o.gpu_util_pct, "%", load=at),
-                reason=msg("reason.gpu_idle", pct=q(o.gpu_util_pct, "%")) if o.gpu_util_pct == idle else None,
+                reason=msg("reason.gpu_idle", pct=q(o.gpu_util_pct, "%")) if o is idlest else None,
             )
-            idle = None if o.gpu_util_pct == idle else idle
         if o.prefix_cache_hit_rate is not None and o.prefix_cache_hit_rate > 0.3:
             board.add("prefix_cache", 2.0, _rep(msg("ev.prefix_hit_rate"), o.prefix_cache_hit_rate, load=at))
         if o.request_rate is not None and (math.isinf(o.request_rate) or o.request_rate >= 50):

@@ -540,7 +540,6 @@ def engine_args_for(deployment: Deployment) -> EngineArgs:
     flags = deployment.flags
     engine = (deployment.engine or "").strip().lower()
     if engine in FOREIGN_TABLES and flags:
-
         foreign, flags = flags_to_args(engine, flags)
         if foreign:
             translated = translate(engine, foreign)
