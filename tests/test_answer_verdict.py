@@ -45,6 +45,8 @@ def test_yes_no_questions_about_a_cause(question, cause):
         "Is this expected?",  # names no cause
         "Is there a reason max-num-seqs defaults to 256?",  # asks for an explanation
         "Could you explain why --enforce-eager causes slowdowns in general?",
+        # advice someone gave ("check whether tokenization is the bottleneck"), pasted with the question
+        "建议关注max-num-seqs、max-num-batched-tokens等参数设置，或检查tokenization是否成为瓶颈。",
         None,
     ],
 )

@@ -144,3 +144,20 @@ def test_an_offline_run_is_not_told_to_add_api_servers():
     served = DiagnosisInputs(question="vllm serve at 64 clients: GPU 40% busy")
     assert [r.flag for r in _finding(Hypothesis("cpu_frontend", score=1.0), offline).recommendations] == [None]
     assert [r.flag for r in _finding(Hypothesis("cpu_frontend", score=1.0), served).recommendations] == ["--api-server-count 4"]
+
+
+@pytest.mark.parametrize(
+    ("case", "noted"),
+    [("verl-pr6948-npu-eager-unfused-ops-vllm018", True), ("vllm-ascend-4167-upgrade-matmul-tpot-regression", True), ("evalscope-1627-closed-loop-first-wave-ttft-p99", False)],
+)
+def test_the_platform_note_stands_only_above_nvidia_changes(case, noted):
+    """The note that the deployment runs on another accelerator speaks of attention-backend, CUDA-graph
+    and FP8 changes: it comes before a list with one (a CUDA-graph change on Ascend had none), and not
+    above a benchmark command, where it pointed at nothing (reviewers' finds, session 14)."""
+    from pathlib import Path
+
+    from vllm_advisor import Session
+
+    path = Path(__file__).resolve().parents[1] / "knowledge" / "cases" / f"{case}.yaml"
+    md = Session(profile=path, kb=False).answer().answer.markdown
+    assert ("NVIDIA" in md) is noted, md

@@ -85,6 +85,10 @@ _CLAUSES = re.compile(r"[^,，;；]+")
 _YES_NO_EN = re.compile(r"^\s*(?:(?:so|and|but|or)\s+)?(?:is|are|was|were|does|do|did|could|would|might|may|can)\b", re.I)
 _NOT_A_VERDICT = re.compile(r"^\s*(?:(?:so|and|but|or)\s+)?(?:(?:could|can|would|will|do|does|did)\s+(?:you|someone|anyone|i|we)\b|is\s+there\s+(?:a|any)\s+(?:reason|way))", re.I)
 _YES_NO_ZH = re.compile(r"(吗|么|嘛)\s*[?？]?\s*$|是不是|是否|会不会|有没有可能")
+#: "检查 tokenization 是否成为瓶颈" tells someone to check: a 是否 clause after a verb of checking or advising
+#: asks nothing of us unless the sentence ends as a question (the motivating thread's chatbot reply,
+#: pasted with it, was read as the user asking about the CPU front end).
+_EMBEDDED_ZH = re.compile(r"(检查|确认|看看|看一下|查看|判断|排查|观察|留意|关注|建议|评估|验证|核实|分析|监控)[^，,。；;]{0,40}是否")
 #: Words that ask whether something is at fault: "the cause", "the bottleneck", and also "a regression",
 #: "broken", "slowing it down", "the problem" (a reviewer's probes of session 12: "Is the prefix cache
 #: broken on this build?" and "Is this a regression in v0.28.0?" got no verdict line).
@@ -140,7 +144,8 @@ def _named(text: str) -> list[str]:
 def _asking_part(sentence: str) -> str | None:
     """The part of a sentence that asks yes or no, as written (from its asking clause to its end), or None."""
     clauses = list(_CLAUSES.finditer(sentence))
-    if _YES_NO_ZH.search(sentence):
+    asks = sentence.rstrip().endswith(("?", "？", "吗", "么", "嘛"))
+    if _YES_NO_ZH.search(sentence) and (asks or not _EMBEDDED_ZH.search(sentence)):
         for i, clause in enumerate(clauses):
             if _YES_NO_ZH.search(clause.group()) or i == len(clauses) - 1:
                 return sentence[clause.start() :].strip()

@@ -19,8 +19,8 @@ from ..schema.message import msg
 from .inputs import DiagnosisInputs
 from .causes import WEIGHT_QUANT_FLAG
 from .report_facts import (
-    _A, HF_TRANSFORMERS, catalog_gpu, engine_named_in_text, fp8_weights_unsupported, highest_concurrency, offline_run, platform_named,
-    prefix_reuse_missing, requests_serialised, weights_quantised,
+    _A, HF_TRANSFORMERS, benchmark_tool_named, catalog_gpu, engine_named_in_text, fp8_weights_unsupported, highest_concurrency, offline_run,
+    platform_named, prefix_reuse_missing, requests_serialised, throughput_formula, transformers_loop, weights_quantised,
 )
 
 #: The first vLLM release that has a flag or command (conservative: a release known to have it). A
@@ -156,6 +156,12 @@ def _reworded(rec: Recommendation, inputs: DiagnosisInputs) -> None:
         rec.flag, rec.change = None, msg("rec.prefix_cache_no_hits")
     if rec.change.id == "rec.queueing_1" and requests_serialised(inputs):
         rec.flag, rec.change = None, msg("rec.queueing_serialised")  # the queue is made by what serialises the requests
+    if rec.change.id == "rec.benchmark_methodology_1" and not throughput_formula(inputs):
+        # no throughput formula in the words: check what the benchmark times, with the standard
+        # client only for a vLLM user who has not named the one they measured with
+        rec.change = msg("rec.benchmark_methodology_check")
+        if benchmark_tool_named(inputs) or not on_vllm(inputs):
+            rec.flag = None
     if rec.change.id == "rec.spec_decode_1" and (highest_concurrency(inputs) or 99) <= 2:
         # one or two streams: "off at high concurrency" does not apply; the drafts or the drafter's cost do
         rec.change = msg("rec.spec_decode_low_load")
@@ -219,7 +225,7 @@ BATCHING_CAUSES = ("queueing", "max_num_seqs_limit", "cpu_frontend", "benchmark_
 def serve_with_batching(cause: str, inputs: DiagnosisInputs) -> Recommendation | None:
     """For a report served by the transformers loop itself: serve the model with a batching server
     first (the maintainers' usual answer in such threads), before any flag of one."""
-    if cause not in BATCHING_CAUSES or engine_named_in_text(inputs.text) != HF_TRANSFORMERS:
+    if cause not in BATCHING_CAUSES or not transformers_loop(inputs):
         return None
     return Recommendation(change=msg("rec.serve_with_batching"), flag=f"vllm serve {inputs.deployment.model or 'MODEL'}")
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 from ..perf.defaults import parse_version
@@ -20,7 +21,8 @@ def detect_config(inputs: DiagnosisInputs, board: Board) -> None:
     text = inputs.text.lower()
 
     def cfg(label: str, value) -> Evidence:
-        shown = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else str(value)
+        # a JSON setting as the user writes it on the command line, not Python's repr (a reviewer's find)
+        shown = float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else json.dumps(value) if isinstance(value, (dict, list, bool)) else str(value)
         return Evidence(kind="config", origin="deployment", label=msg("ev.setting", name=label), value=shown)
 
     if args.speculative_config is not None:

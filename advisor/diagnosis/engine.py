@@ -19,7 +19,7 @@ from .config_facts import detect_config
 from .inputs import DiagnosisInputs, diagnosis_prompts
 from .measured import detect_measured
 from .advice_fit import fitted_changes
-from .report_facts import HF_TRANSFORMERS, engine_named_in_text, platform_named
+from .report_facts import HF_TRANSFORMERS, engine_display_name, engine_named_in_text, platform_named, transformers_loop
 from .physics import detect_physics
 from .text_cues import detect_cues
 
@@ -238,8 +238,11 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
     covered: tuple[str, ...] = ("vLLM version", "max_model_len not given")
     # a deployment that ran although the memory model says it cannot fit: the model's estimate is wrong
     served_not_fit = engine is not None and not engine.memory.fits and inputs.served
-    if not inputs.deployment.is_vllm:
-        out.append(msg("note.other_engine", engine=inputs.deployment.engine))
+    if not inputs.deployment.is_vllm and transformers_loop(inputs):
+        out.append(msg("note.engine_named_loop", engine=HF_TRANSFORMERS))
+        covered += (f"engine {inputs.deployment.engine}: ",)
+    elif not inputs.deployment.is_vllm:
+        out.append(msg("note.other_engine", engine=engine_display_name(inputs.deployment.engine)))
         covered += (f"engine {inputs.deployment.engine}: ",)
     elif (named := engine_named_in_text(inputs.text)) is not None:
         out.append(msg("note.engine_named_loop" if named == HF_TRANSFORMERS else "note.engine_named", engine=named))

@@ -71,6 +71,22 @@ def engine_named_in_text(text: str) -> str | None:
     return min(found)[1] if found else None  # the first one named (Ollama's "llama.cpp runner" comes after it)
 
 
+def engine_display_name(engine: str) -> str:
+    """An engine given as a deployment field ("ollama", "tensorrt-llm", "transformers") as people
+    write it ("Ollama", "TensorRT-LLM", HF_TRANSFORMERS); a name this table lacks as given."""
+    if re.fullmatch(r"(?:hf|hugging\s?face)?[-_ ]?transformers", engine.strip(), re.I):
+        return HF_TRANSFORMERS
+    found = [name for name, pattern in ENGINES_IN_TEXT[:-1] if re.fullmatch(pattern, engine.strip(), re.I)]
+    return found[0] if found else engine
+
+
+def transformers_loop(inputs: DiagnosisInputs) -> bool:
+    """The report runs the model in a transformers script or demo (given as its engine, or said in its
+    words): one request at a time, whatever a server's flags would do."""
+    given = inputs.deployment.engine
+    return (given is not None and engine_display_name(given) == HF_TRANSFORMERS) or engine_named_in_text(inputs.text) == HF_TRANSFORMERS
+
+
 #: vLLM named only to say it is not what runs ("没有用 vllm", "not vLLM", "instead of vLLM").
 NOT_VLLM = re.compile(r"(\bnot|instead of|rather than|without|不是|没有用|没用|未使用|而非|非)\s*(the\s+)?vllm" + _Z, re.I)
 
@@ -184,3 +200,34 @@ SERIALISED = re.compile(
 def requests_serialised(inputs: DiagnosisInputs) -> bool:
     """The report's words say its requests are handled one after another."""
     return bool(SERIALISED.search(inputs.text or ""))
+
+
+#: The words compute throughput from per-request speed and the client count ("=40*22/2", "concurrency
+#: x per-request speed", "平均生成速率=生成总token/总耗时"): the measurement advice is then about that
+#: formula. Without it, "not concurrency x per-request speed" answers nothing the user did (a
+#: reviewer's find, session 14: 7 of 25 Chinese reports got it).
+THROUGHPUT_FORMULA = re.compile(
+    r"\d+\s*[*×]\s*\d+|concurrency\s*(?:x|×|\*|times)|(?:x|×|\*|times)\s*(?:the\s+)?(?:concurrency|clients|users)\b"
+    r"|per[- ](?:request|stream|user)\s+(?:speed|rate|throughput|tok(?:ens)?/s).{0,40}(?:times|multipl|×|\*)"
+    r"|并发\s*(?:数)?\s*[×*乘]|[×*乘]\s*并发|单(?:个)?请求(?:的)?(?:速度|速率).{0,20}[×*乘]|平均生成速率\s*[=＝]",
+    re.I,
+)
+
+
+def throughput_formula(inputs: DiagnosisInputs) -> bool:
+    """The report's words derive throughput from a per-request speed and a concurrency."""
+    return bool(THROUGHPUT_FORMULA.search(inputs.text or ""))
+
+
+#: A load generator the report already measures with: "use vllm bench serve" is then no news.
+BENCH_TOOL = re.compile(
+    r"bench(?:mark)?[_ ]serv|vllm bench|benchmark_throughput|guidellm|evalscope|genai[- ]perf|aiperf|llmperf|llm[- ]perf|inference[- ]perf"
+    r"|locust|" + _A + r"k6" + _Z + r"|sglang\.bench|bench_serving|profile_restful_api|llama[- ]benchy|ais[_ ]?bench",
+    re.I,
+)
+
+
+def benchmark_tool_named(inputs: DiagnosisInputs) -> bool:
+    """The report's words name the load generator it measured with."""
+    return bool(BENCH_TOOL.search(inputs.text or ""))
+

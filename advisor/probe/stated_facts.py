@@ -175,6 +175,8 @@ def _model(text: str) -> str | None:
     written: dict[str, str] = {}  # catalog entry -> the longest way the words wrote it
     spans = []
     for m in _model_pattern().finditer(text):
+        if any(a <= m.start(1) < b for a, b in spans):  # "Llama-70B" inside "DeepSeek-R1-Distill-Llama-70B"
+            continue
         name, spec = m.group(1), None
         tail = _MODEL_TAIL.match(text, m.end())
         spans.append((m.start(), (tail or m).end()))
