@@ -211,6 +211,8 @@ def test_a_longer_name_the_catalog_lacks_is_not_cut_to_a_catalog_one():
     """"DeepSeek-R1-Distill-Qwen-7B" is a 7B model, not the 671B DeepSeek-R1 its name begins with."""
     assert read_stated_facts("serving DeepSeek-R1-Distill-Qwen-7B with vLLM on one L40S").model == "DeepSeek-R1-Distill-Qwen-7B"
     assert read_stated_facts("we run a 0.5B model at 64 concurrent").model is None  # "a 0.5B" is no name
+    # the drafter's parallelism is not the deployment's (a reviewer's find)
+    assert read_stated_facts("on 8x H200 (using TP=4), Llama-3.1-8B with an EAGLE-3 drafter (draft TP=1)").tensor_parallel_size == 4
     # a catalog name inside the longer one ("Llama-70B") is not a second model (a reviewer's find)
     assert read_stated_facts("用 evalscope 压测 vLLM 部署的 DeepSeek-R1-Distill-Llama-70B，并发 512").model == "DeepSeek-R1-Distill-Llama-70B"
     assert read_stated_facts("32k context on 2x H100").input_len == 32_000

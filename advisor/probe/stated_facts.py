@@ -226,7 +226,8 @@ def read_stated_facts(text: str | None) -> StatedFacts:
         after = _AFTER_GPU.match(text[m.end() : m.end() + 12])
         counts.append(_count(before.group(1)) if before else _count(after.group(1)) if after else None)
     counts += [_count(next(g for g in m.groups() if g)) for m in _GPUS_GENERIC.finditer(text)]
-    tp = _one([int(m.group(1)) for m in _TP.finditer(text) if 1 <= int(m.group(1)) <= 512])
+    # "draft TP=1", "draft_tensor_parallel_size": the drafter's parallelism, not the deployment's
+    tp = _one([int(m.group(1)) for m in _TP.finditer(text) if 1 <= int(m.group(1)) <= 512 and "draft" not in text[max(0, m.start() - 8) : m.start()].lower()])
     num_gpus = _one(counts)
     if num_gpus is None and tp is not None and not any(counts):
         num_gpus = tp
