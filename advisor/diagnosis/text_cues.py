@@ -60,6 +60,8 @@ def _negated(text: str, end: int, window: int = 80) -> bool:
     return bool(NEGATION.search(tail))
 
 
+_CJK = re.compile(r"[\u3400-\u9fff]")
+_CLAUSE_END = re.compile(r"[，。；！？、：,;!?\n]")
 _BREAK = re.compile(r"[\s\u3000-\u303f\uff00-\uffef\u3400-\u9fff]")
 
 
@@ -67,6 +69,11 @@ def _context(text: str, start: int, end: int, pad: int = 30) -> str:
     """The cue with some words either side, cut only between words: at a space or punctuation, or
     beside a CJK character (Chinese has no spaces; any character boundary is a word boundary)."""
     lo, hi = max(0, start - pad), min(len(text), end + pad)
+    if _CJK.search(text[lo:hi]):  # Chinese: a clause, not a cut through a word ("…志显示" was "日志显示")
+        before = [m.end() for m in _CLAUSE_END.finditer(text, max(0, lo - 24), start)]
+        lo = min(before, key=lambda i: abs(i - lo)) if before else max(0, lo - 24) if lo <= 24 else lo
+        after = _CLAUSE_END.search(text, end, min(len(text), hi + 24))
+        hi = after.end() if after else hi
     while lo > 0 and not (_BREAK.match(text[lo - 1]) or _BREAK.match(text[lo])):
         lo -= 1
     while hi < len(text) and not (_BREAK.match(text[hi - 1]) or _BREAK.match(text[hi])):
