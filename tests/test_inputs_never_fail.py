@@ -200,7 +200,7 @@ def test_foreign_serve_command_flag_and_engine_note() -> None:
                            "--num-shard 2 --max-batch-prefill-tokens 4096 --max-batch-total-tokens 100000", "--gpu", "A100-80G")
     assert code == 0, err
     assert any("TGI flags read as vLLM's" in n and "--max-batch-total-tokens" in n for n in data["notes"])
-    assert any("engine tgi" in n for n in data["notes"])
+    assert any("engine TGI" in n for n in data["notes"])  # the engine by the name people write
     assert data["engine"] == "tgi"
     assert [s["code"] for s in data["skipped"]] == ["serve_cmd_engine"]
 
