@@ -19,8 +19,8 @@ from ..schema.message import msg
 from .inputs import DiagnosisInputs
 from .causes import WEIGHT_QUANT_FLAG
 from .report_facts import (
-    _A, HF_TRANSFORMERS, benchmark_tool_named, catalog_gpu, engine_named_in_text, fp8_weights_unsupported, highest_concurrency, offline_run,
-    platform_named, prefix_reuse_missing, requests_serialised, throughput_formula, transformers_loop, weights_quantised,
+    _A, BENCH_TOOL, HF_TRANSFORMERS, THROUGHPUT_FORMULA, catalog_gpu, engine_named_in_text, fp8_weights_unsupported, highest_concurrency,
+    offline_run, platform_named, prefix_reuse_missing, requests_serialised, transformers_loop, weights_quantised, words_say,
 )
 
 #: The first vLLM release that has a flag or command (conservative: a release known to have it). A
@@ -156,11 +156,11 @@ def _reworded(rec: Recommendation, inputs: DiagnosisInputs) -> None:
         rec.flag, rec.change = None, msg("rec.prefix_cache_no_hits")
     if rec.change.id == "rec.queueing_1" and requests_serialised(inputs):
         rec.flag, rec.change = None, msg("rec.queueing_serialised")  # the queue is made by what serialises the requests
-    if rec.change.id == "rec.benchmark_methodology_1" and not throughput_formula(inputs):
+    if rec.change.id == "rec.benchmark_methodology_1" and not words_say(THROUGHPUT_FORMULA, inputs):
         # no throughput formula in the words: check what the benchmark times, with the standard
         # client only for a vLLM user who has not named the one they measured with
         rec.change = msg("rec.benchmark_methodology_check")
-        if benchmark_tool_named(inputs) or not on_vllm(inputs):
+        if words_say(BENCH_TOOL, inputs) or not on_vllm(inputs):
             rec.flag = None
     if rec.change.id == "rec.spec_decode_1" and (highest_concurrency(inputs) or 99) <= 2:
         # one or two streams: "off at high concurrency" does not apply; the drafts or the drafter's cost do

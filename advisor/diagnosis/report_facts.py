@@ -159,6 +159,11 @@ def offline_run(inputs: DiagnosisInputs) -> bool:
     return bool(re.search(r"offline|离线|llm\.generate|" + _A + r"LLM\(", text, re.I))
 
 
+def words_say(pattern: re.Pattern[str], inputs: DiagnosisInputs) -> bool:
+    """The report's words (question, notes) match ``pattern``: the readers below differ only in it."""
+    return bool(pattern.search(inputs.text or ""))
+
+
 #: The words say prefix reuse is missing ("0% prefix cache hits", "the cache is never reused", "命中率为 0"),
 #: not inflated: the advice is then to find why hits are lost, not to measure with fresh prompts.
 NO_PREFIX_REUSE = re.compile(
@@ -173,7 +178,7 @@ NO_PREFIX_REUSE = re.compile(
 
 def prefix_reuse_missing(inputs: DiagnosisInputs) -> bool:
     """The report's words say prefix-cache hits are missing or near zero."""
-    return bool(NO_PREFIX_REUSE.search(inputs.text or ""))
+    return words_say(NO_PREFIX_REUSE, inputs)
 
 
 def highest_concurrency(inputs: DiagnosisInputs) -> int | None:
@@ -199,7 +204,7 @@ SERIALISED = re.compile(
 
 def requests_serialised(inputs: DiagnosisInputs) -> bool:
     """The report's words say its requests are handled one after another."""
-    return bool(SERIALISED.search(inputs.text or ""))
+    return words_say(SERIALISED, inputs)
 
 
 #: The words compute throughput from per-request speed and the client count ("=40*22/2", "concurrency
@@ -214,20 +219,9 @@ THROUGHPUT_FORMULA = re.compile(
 )
 
 
-def throughput_formula(inputs: DiagnosisInputs) -> bool:
-    """The report's words derive throughput from a per-request speed and a concurrency."""
-    return bool(THROUGHPUT_FORMULA.search(inputs.text or ""))
-
-
 #: A load generator the report already measures with: "use vllm bench serve" is then no news.
 BENCH_TOOL = re.compile(
     r"bench(?:mark)?[_ ]serv|vllm bench|benchmark_throughput|guidellm|evalscope|genai[- ]perf|aiperf|llmperf|llm[- ]perf|inference[- ]perf"
     r"|locust|" + _A + r"k6" + _Z + r"|sglang\.bench|bench_serving|profile_restful_api|llama[- ]benchy|ais[_ ]?bench",
     re.I,
 )
-
-
-def benchmark_tool_named(inputs: DiagnosisInputs) -> bool:
-    """The report's words name the load generator it measured with."""
-    return bool(BENCH_TOOL.search(inputs.text or ""))
-
