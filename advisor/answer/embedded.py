@@ -501,6 +501,7 @@ def compose(inputs, diagnosis: Diagnosis, sources: list[Citation], language: str
 
 
 SHORT_CHANGES = 3
+SHORT_OTHERS = 4
 #: Flags that name an NVIDIA-only mechanism (attention kernels, CUDA graphs, FP8 tensor cores): the
 #: note that the deployment runs on another accelerator is about these, and says nothing before a
 #: list of changes without one (a reviewer's find, session 14: an Ascend note above a benchmark command).
@@ -511,7 +512,6 @@ NVIDIA_ONLY_CHANGE = ("rec.cuda_graph", "rec.attention_backend", "rec.kv_quant",
 def nvidia_only(rec: Recommendation) -> bool:
     """The change is about an NVIDIA-only mechanism, by its flag or by what it says."""
     return bool(NVIDIA_ONLY_FLAG.search(rec.flag or "")) or rec.change.id.startswith(NVIDIA_ONLY_CHANGE)
-SHORT_OTHERS = 4
 
 
 def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], language: str) -> str:
@@ -562,9 +562,10 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
         out += [phrase(language, "h_change"), ""]
         # whose flags these are comes before them (a report about another engine); with no flag
         # below, a line about "the flags below" points at nothing (a reviewer's find, session 12)
-        if any(r.flag or nvidia_only(r) for _, r in changes):
+        nvidia = any(nvidia_only(r) for _, r in changes)
+        if nvidia or any(r.flag for _, r in changes):
             for n in [n for n in diagnosis.notes if n.id.startswith(engine_notes)]:
-                if n.id != "note.platform_named" or any(nvidia_only(r) for _, r in changes):
+                if n.id != "note.platform_named" or nvidia:
                     out += [f"_{render(n, language)}_", ""]
         for i, (f, r) in enumerate(changes, start=1):
             line = f"{i}. **{render(r.change, language).strip()}**"

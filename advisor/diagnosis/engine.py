@@ -238,11 +238,9 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
     covered: tuple[str, ...] = ("vLLM version", "max_model_len not given")
     # a deployment that ran although the memory model says it cannot fit: the model's estimate is wrong
     served_not_fit = engine is not None and not engine.memory.fits and inputs.served
-    if not inputs.deployment.is_vllm and transformers_loop(inputs):
-        out.append(msg("note.engine_named_loop", engine=HF_TRANSFORMERS))
-        covered += (f"engine {inputs.deployment.engine}: ",)
-    elif not inputs.deployment.is_vllm:
-        out.append(msg("note.other_engine", engine=engine_display_name(inputs.deployment.engine)))
+    if not inputs.deployment.is_vllm:
+        loop = transformers_loop(inputs)  # a transformers script or demo: serve it with batching first
+        out.append(msg("note.engine_named_loop", engine=HF_TRANSFORMERS) if loop else msg("note.other_engine", engine=engine_display_name(inputs.deployment.engine)))
         covered += (f"engine {inputs.deployment.engine}: ",)
     elif (named := engine_named_in_text(inputs.text)) is not None:
         out.append(msg("note.engine_named_loop" if named == HF_TRANSFORMERS else "note.engine_named", engine=named))

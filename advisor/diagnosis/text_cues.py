@@ -70,8 +70,11 @@ def _context(text: str, start: int, end: int, pad: int = 30) -> str:
     beside a CJK character (Chinese has no spaces; any character boundary is a word boundary)."""
     lo, hi = max(0, start - pad), min(len(text), end + pad)
     if _CJK.search(text[lo:hi]):  # Chinese: a clause, not a cut through a word ("…志显示" was "日志显示")
-        before = [m.end() for m in _CLAUSE_END.finditer(text, max(0, lo - 24), start)]
-        lo = min(before, key=lambda i: abs(i - lo)) if before else max(0, lo - 24) if lo <= 24 else lo
+        marks = [m.end() for m in _CLAUSE_END.finditer(text, max(0, lo - 24), start)]
+        if marks:
+            lo = min(marks, key=lambda i: abs(i - lo))
+        elif lo <= 24:
+            lo = 0  # the text's start begins the clause
         after = _CLAUSE_END.search(text, end, min(len(text), hi + 24))
         hi = after.end() if after else hi
     while lo > 0 and not (_BREAK.match(text[lo - 1]) or _BREAK.match(text[lo])):
