@@ -161,3 +161,16 @@ def test_the_platform_note_stands_only_above_nvidia_changes(case, noted):
     path = Path(__file__).resolve().parents[1] / "knowledge" / "cases" / f"{case}.yaml"
     md = Session(profile=path, kb=False).answer().answer.markdown
     assert ("NVIDIA" in md) is noted, md
+
+
+def test_an_engine_note_about_flags_stands_only_above_flags():
+    """"The flags in this answer are vLLM's" above a list of changes without a flag points at nothing:
+    a NVIDIA-only change without a flag brings the platform note, not the engine's."""
+    from pathlib import Path
+
+    from vllm_advisor import Session
+
+    path = Path(__file__).resolve().parents[1] / "knowledge" / "cases" / "qwen-872-flash-attn-speed-column-is-tokens-per-second.yaml"
+    md = Session(profile=path, kb=False).answer().answer.markdown
+    changes = md.split("## 建议的修改")[1].split("## 参考来源")[0]
+    assert "`" not in changes.split("_完整分析")[0] and "transformers" not in changes, md

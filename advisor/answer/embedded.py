@@ -562,11 +562,12 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
         out += [phrase(language, "h_change"), ""]
         # whose flags these are comes before them (a report about another engine); with no flag
         # below, a line about "the flags below" points at nothing (a reviewer's find, session 12)
-        nvidia = any(nvidia_only(r) for _, r in changes)
-        if nvidia or any(r.flag for _, r in changes):
-            for n in [n for n in diagnosis.notes if n.id.startswith(engine_notes)]:
-                if n.id != "note.platform_named" or nvidia:
-                    out += [f"_{render(n, language)}_", ""]
+        # the platform note is about NVIDIA-only changes, flag or not; the engine notes about flags
+        shown = {"note.platform_named": any(nvidia_only(r) for _, r in changes)}
+        flags = any(r.flag for _, r in changes)
+        for n in [n for n in diagnosis.notes if n.id.startswith(engine_notes)]:
+            if shown.get(n.id, flags):
+                out += [f"_{render(n, language)}_", ""]
         for i, (f, r) in enumerate(changes, start=1):
             line = f"{i}. **{render(r.change, language).strip()}**"
             if r.flag:
