@@ -121,9 +121,15 @@ class OpenAIHandler(BaseHTTPRequestHandler):
         self.wfile.flush()
 
 
+class QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request, client_address) -> None:
+        """A client gone mid-answer (the timeout tests) is expected; socketserver would print its
+        traceback to whatever sys.stderr is then, a later test's captured output included."""
+
+
 @pytest.fixture()
 def server():
-    httpd = ThreadingHTTPServer(("127.0.0.1", 0), OpenAIHandler)
+    httpd = QuietServer(("127.0.0.1", 0), OpenAIHandler)
     httpd.daemon_threads = True
     httpd.behaviour = Behaviour()  # type: ignore[attr-defined]
     thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
@@ -483,3 +489,14 @@ def test_a_caller_that_gives_up_ends_the_wait_at_once(server, key_env):
     with pytest.raises(GaveUp):
         write_answer_llm(inputs, diagnosis, sources, base_url=url_of(server), model="m", timeout=40, check=check)
     assert time.monotonic() - start < 5
+
+
+def test_the_prompts_delimiters_add_no_figures():
+    """The passage and question delimiters carry a random nonce: without digits, so no figure an answer
+    invents can pass as one the prompt gave (a hex nonce's "48" made 47.9 pass, now and then)."""
+    from vllm_advisor.answer.citations import numbers_in
+
+    inputs, diagnosis, sources = case()
+    texts = [str(m.content) for m in build_prompt(inputs, diagnosis, sources, language="zh")]
+    delimiters = [line for text in texts for line in text.splitlines() if line.startswith("<<<")]
+    assert delimiters and not [d for d in delimiters if numbers_in(d.split("]")[-1], strict=False)]
