@@ -6,6 +6,7 @@ deployment: a checkpoint already quantised is not told to quantise; severity rea
 from __future__ import annotations
 
 import re
+from pathlib import Path
 
 import pytest
 
@@ -14,6 +15,16 @@ from vllm_advisor.diagnosis.causes import GENERIC, WEIGHT_QUANT_FLAG
 from vllm_advisor.diagnosis.engine import _finding
 from vllm_advisor.diagnosis.inputs import DiagnosisInputs
 from vllm_advisor.schema.deployment import Deployment
+
+CASES = Path(__file__).resolve().parents[1] / "knowledge" / "cases"
+
+
+def _short_answer(case: str) -> str:
+    """The short answer ``ask --profile`` gives a library case (no knowledge base)."""
+    from vllm_advisor import Session
+
+    return Session(profile=CASES / f"{case}.yaml", kb=False).answer().answer.markdown
+
 
 PROSE = re.compile(r"\b(or|with|vs|should|the|and|on|each|default|more|at|when)\b|#|;")
 
@@ -57,16 +68,14 @@ def test_chinese_answers_name_what_the_catalog_lacks_in_chinese():
     """A GPU or model the catalog does not have, a model the memory model cannot fit although the
     deployment ran: said in Chinese, not as the catalog's or the memory model's English line."""
     import sys
-    from pathlib import Path
 
     from vllm_advisor import Session
 
     sys.path.insert(0, str(Path(__file__).parent))
     from test_answer_question import english_prose
 
-    cases = Path(__file__).resolve().parents[1] / "knowledge" / "cases"
     for name, expect in (("vllm-ascend-171-910b-dense-32b-slow", "目录里没有 GPU Ascend-910B"), ("dotsocr-22-a10-single-image-15s", "目录里没有模型"), ("ktransformers-806-4-socket-ddr4-4toks", "不据此给出内存方面的结论")):
-        answer = Session(profile=cases / f"{name}.yaml", kb=False).answer().answer
+        answer = Session(profile=CASES / f"{name}.yaml", kb=False).answer().answer
         assert expect in answer.full_markdown, name
         assert "will not start" not in answer.full_markdown
         for text in (answer.markdown, answer.full_markdown, *answer.notes):
@@ -91,12 +100,7 @@ def test_the_engine_a_report_is_about(text, engine):
 
 
 def test_the_short_answer_says_its_flags_are_vllms_for_another_engine():
-    from pathlib import Path
-
-    from vllm_advisor import Session
-
-    case = Path(__file__).resolve().parents[1] / "knowledge" / "cases" / "ollama-14510-qwen35-one-active-request.yaml"
-    md = Session(profile=case, kb=False).answer().answer.markdown
+    md = _short_answer("ollama-14510-qwen35-one-active-request")
     assert "use Ollama's equivalents" in " ".join(md.split())
 
 
@@ -154,23 +158,13 @@ def test_the_platform_note_stands_only_above_nvidia_changes(case, noted):
     """The note that the deployment runs on another accelerator speaks of attention-backend, CUDA-graph
     and FP8 changes: it comes before a list with one (a CUDA-graph change on Ascend had none), and not
     above a benchmark command, where it pointed at nothing (reviewers' finds, session 14)."""
-    from pathlib import Path
-
-    from vllm_advisor import Session
-
-    path = Path(__file__).resolve().parents[1] / "knowledge" / "cases" / f"{case}.yaml"
-    md = Session(profile=path, kb=False).answer().answer.markdown
+    md = _short_answer(case)
     assert ("NVIDIA" in md) is noted, md
 
 
 def test_an_engine_note_about_flags_stands_only_above_flags():
     """"The flags in this answer are vLLM's" above a list of changes without a flag points at nothing:
     a NVIDIA-only change without a flag brings the platform note, not the engine's."""
-    from pathlib import Path
-
-    from vllm_advisor import Session
-
-    path = Path(__file__).resolve().parents[1] / "knowledge" / "cases" / "qwen-872-flash-attn-speed-column-is-tokens-per-second.yaml"
-    md = Session(profile=path, kb=False).answer().answer.markdown
+    md = _short_answer("qwen-872-flash-attn-speed-column-is-tokens-per-second")
     changes = md.split("## 建议的修改")[1].split("## 参考来源")[0]
     assert "`" not in changes.split("_完整分析")[0] and "transformers" not in changes, md

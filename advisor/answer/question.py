@@ -144,12 +144,13 @@ def _named(text: str) -> list[str]:
 def _asking_part(sentence: str) -> str | None:
     """The part of a sentence that asks yes or no, as written (from its asking clause to its end), or None."""
     clauses = list(_CLAUSES.finditer(sentence))
-    asks = sentence.rstrip().endswith(("?", "？", "吗", "么", "嘛"))
-    if _YES_NO_ZH.search(sentence) and (asks or not _EMBEDDED_ZH.search(sentence)):
+    end = sentence.rstrip()
+    question_mark = end.endswith(("?", "？"))
+    if _YES_NO_ZH.search(sentence) and (question_mark or end.endswith(("吗", "么", "嘛")) or not _EMBEDDED_ZH.search(sentence)):
         for i, clause in enumerate(clauses):
             if _YES_NO_ZH.search(clause.group()) or i == len(clauses) - 1:
                 return sentence[clause.start() :].strip()
-    if sentence.rstrip().endswith(("?", "？")):
+    if question_mark:
         for clause in clauses:
             if _YES_NO_EN.search(clause.group()):
                 return None if _NOT_A_VERDICT.search(clause.group()) else sentence[clause.start() :].strip()

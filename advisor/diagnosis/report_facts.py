@@ -76,7 +76,7 @@ def engine_display_name(engine: str) -> str:
     write it ("Ollama", "TensorRT-LLM", HF_TRANSFORMERS); a name this table lacks as given."""
     if re.fullmatch(r"(?:hf|hugging\s?face)?[-_ ]?transformers", engine.strip(), re.I):
         return HF_TRANSFORMERS
-    found = [name for name, pattern in ENGINES_IN_TEXT[:-1] if re.fullmatch(pattern, engine.strip(), re.I)]
+    found = [name for name, pattern in ENGINES_IN_TEXT if name != HF_TRANSFORMERS and re.fullmatch(pattern, engine.strip(), re.I)]
     return found[0] if found else engine
 
 
