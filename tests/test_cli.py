@@ -111,6 +111,19 @@ def test_bad_bench_files_give_one_line_and_exit_3(tmp_path, content, code):
     assert "Traceback" not in proc.stderr
 
 
+def test_a_question_with_bytes_that_are_not_utf8_is_answered():
+    """A question cut mid-character (``head -c``) reaches Python as lone surrogates; the answer, the
+    log and --json used to fail on them with exit 70. The stray bytes are read as U+FFFD."""
+    question = "为什么100并发和40并发差不多？".encode()[:-2]  # the last character cut in half
+    proc = subprocess.run(
+        [sys.executable, "-m", "vllm_advisor.cli", "ask", "--json", b"why is it slow \xff " + question],
+        capture_output=True, timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr.decode(errors="replace")
+    answer = json.loads(proc.stdout)
+    assert answer["findings"] and "\ufffd" not in answer["answer"]
+
+
 def test_refused_endpoint_exits_4_with_one_line():
     proc = _subprocess("probe", "metrics", "http://127.0.0.1:9/metrics", "--retries", "0", "--timeout", "1")
     assert proc.returncode == 4

@@ -48,10 +48,24 @@ def _interrupted() -> None:
     os._exit(EXIT_INTERRUPTED)
 
 
+def valid_text(arg: str) -> str:
+    """A command-line argument as text every writer can encode. Bytes that are not UTF-8 (a question
+    cut mid-character by ``head -c``, a file in another encoding pasted with ``$(cat ...)``) reach
+    Python as lone surrogates, which the log, the terminal and ``--json`` cannot write: the whole
+    ``ask`` ended as an internal error. Each such byte becomes U+FFFD, as a text editor shows it."""
+    if not any("\ud800" <= ch <= "\udfff" for ch in arg):
+        return arg
+    try:
+        return arg.encode("utf-8", "surrogateescape").decode("utf-8", "replace")
+    except UnicodeEncodeError:  # a surrogate that is not an escaped byte
+        return arg.encode("utf-8", "replace").decode("utf-8")
+
+
 class AdvisorGroup(click.Group):
     """A click group that turns exceptions into one-line messages and meaningful exit codes."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):  # type: ignore[override]
+        args = [valid_text(a) for a in (sys.argv[1:] if args is None else args)]
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
