@@ -148,3 +148,49 @@ def test_words_that_say_requests_run_one_after_another(words, serial):
     from vllm_advisor.diagnosis.report_facts import requests_serialised
 
     assert requests_serialised(SimpleNamespace(text=words)) is serial
+
+
+def test_no_change_that_is_the_setting_the_deployment_runs():
+    """A reviewer's find: advice that repeats the user's own setting. A step budget of 8192 is not
+    advised to a deployment at 8192; "more replicas" to one at DP 2 is DP 4."""
+    assert "--max-num-batched-tokens 8192" not in _flags("vllm-51041-dsv4-flash-0731-swa-inflight-kv")
+    assert "rec.batched_tokens_limit_1" in [r.change.id for r in _changes("vllm-51041-dsv4-flash-0731-swa-inflight-kv")]  # the words stay
+    flags = _flags("vllm-45178-cudagraph-mem-estimate-shrinks-kv")  # --data-parallel-size 2
+    assert "--data-parallel-size 4" in flags and "--data-parallel-size 2" not in flags
+
+
+def test_prefix_caching_is_not_advised_where_it_is_on_and_is_where_nothing_says_so():
+    assert "--enable-prefix-caching" not in _flags("lmdeploy-2728-80k-prompt-ttft-a800")  # "已开启前缀缓存"
+    # a packaged configuration that turned it off, the setting not given: the flag is the fix
+    assert "--enable-prefix-caching" in _flags("syvai-6-agent-reprefill-prefix-cache-off")
+
+
+def test_a_user_who_compared_kv_dtypes_is_not_told_to_compare_them():
+    changes = _changes("vllm-48786-fp8-kv-slower-hopper")  # runs fp8 KV, measured it beside bf16
+    ids = [r.change.id for r in changes]
+    assert "rec.kv_quant_compared" in ids and "rec.kv_quant_1" not in ids
+    assert "--kv-cache-dtype auto" in [r.flag for r in changes]  # the way back to 16-bit KV stays
+
+
+@pytest.mark.parametrize(
+    "words,on",
+    [("vllm serve M --enable-prefix-caching", True), ("enable_prefix_caching: true", True), ("prefix caching is enabled", True),
+     ("已开启前缀缓存", True), ("前缀缓存已开启", True), ("--no-enable-prefix-caching", False), ("enable_prefix_caching=False", False),
+     ("prefix caching off", False), ("why is TTFT 3 s?", False)],
+)
+def test_words_that_say_prefix_caching_runs(words, on):
+    from vllm_advisor.diagnosis.report_facts import PREFIX_CACHING_STATED_ON
+
+    assert bool(PREFIX_CACHING_STATED_ON.search(words)) is on
+
+
+def test_already_runs_reads_every_pair_of_the_flag():
+    from vllm_advisor.diagnosis.advice_fit import already_runs
+    from vllm_advisor.schema import EngineArgs
+
+    args = EngineArgs(max_num_batched_tokens=8192, kv_cache_dtype="auto")
+    assert already_runs("--max-num-batched-tokens 8192", args)
+    assert already_runs("--kv-cache-dtype auto", args) and not already_runs("--kv-cache-dtype auto", EngineArgs())
+    assert not already_runs("-tp 1 --data-parallel-size 2", EngineArgs())  # TP 1 is the default, DP 2 is not
+    assert not already_runs("--max-num-seqs N", EngineArgs(max_num_seqs=5))  # a placeholder never matches
+    assert not already_runs("vllm bench serve --max-concurrency 8", args)  # a command, not a setting

@@ -19,8 +19,8 @@ from ..schema.message import msg
 from .inputs import DiagnosisInputs
 from .causes import WEIGHT_QUANT_FLAG
 from .report_facts import (
-    _A, BENCH_TOOL, HF_TRANSFORMERS, THROUGHPUT_FORMULA, catalog_gpu, engine_named_in_text, fp8_weights_unsupported, highest_concurrency,
-    offline_run, platform_named, prefix_reuse_missing, requests_serialised, transformers_loop, weights_quantised, words_say,
+    _A, BENCH_TOOL, HF_TRANSFORMERS, THROUGHPUT_FORMULA, catalog_gpu, engine_named_in_text, fp8_weights_unsupported, highest_concurrency, kv_dtypes_compared,
+    offline_run, platform_named, prefix_caching_on, prefix_reuse_missing, requests_serialised, transformers_loop, weights_quantised, words_say,
 )
 
 #: The first vLLM release that has a flag or command (conservative: a release known to have it). A
@@ -102,6 +102,28 @@ def vllm_evident(inputs: DiagnosisInputs) -> bool:
     say) is not told to pin a vLLM wheel (a reviewer's find, session 14)."""
     dep = inputs.deployment
     return bool(dep.engine or dep.vllm_version or dep.serve_command or dep.flags or re.search(_A + r"vllm", inputs.text or "", re.I))
+
+
+#: ``--name value`` pairs of a change's flag (``-tp`` is vLLM's short form of the TP size).
+_FLAG_PAIR = re.compile(r"(?:^|\s)(--[a-z][a-z0-9-]*|-tp)\s+([^\s'<-][^\s']*)")
+_SHORT_FLAGS = {"-tp": "tensor_parallel_size"}
+#: What vLLM runs when the flag is not given (only where it is the same in every release). Not the KV
+#: dtype: a report that names its fp8 KV cache only in words sets no flag, and needs ``auto`` to go back.
+_UNSET_MEANS = {"tensor_parallel_size": 1, "data_parallel_size": 1, "pipeline_parallel_size": 1}
+
+
+def already_runs(flag: str, args) -> bool:
+    """Every ``--name value`` of the change's flag is what the deployment runs now (``--kv-cache-dtype
+    auto`` to a deployment that set it, ``--max-num-batched-tokens 8192`` to one at 8192):
+    a reviewer's find, advice that repeats the user's own setting. Commands and placeholders never match."""
+    pairs = _FLAG_PAIR.findall(flag) if flag.startswith("-") else []
+    for name, value in pairs:
+        field = _SHORT_FLAGS.get(name, name[2:].replace("-", "_"))
+        current = getattr(args, field, None) if field in type(args).model_fields else None
+        current = _UNSET_MEANS.get(field) if current is None else current
+        if current is None or str(current).lower() != value.lower():
+            return False
+    return bool(pairs)
 
 
 def _too_new(flag: str, release: tuple[int, int] | None) -> bool:
@@ -196,8 +218,14 @@ def fit_to_deployment(rec: Recommendation, inputs: DiagnosisInputs) -> Recommend
         rec.flag = None  # the change is a removal (--enforce-eager); a capture list would narrow vLLM's default
     if change == "rec.cuda_graph_sizes":
         rec.flag = None
-    if change == "rec.prefill_compute_1" and (args.enable_prefix_caching or (inputs.input_len is not None and inputs.input_len < 1024)):
+    if change == "rec.prefill_compute_1" and (prefix_caching_on(inputs) or (inputs.input_len is not None and inputs.input_len < 1024)):
         rec.flag = None  # already caching prefixes, or prompts too short for a prefix to matter
+    if change == "rec.kv_quant_1" and kv_dtypes_compared(inputs):
+        rec.change = msg("rec.kv_quant_compared")  # they measured both: which to keep, and when fp8 pays
+    if change == "rec.kv_capacity_2" and (args.data_parallel_size or 1) > 1:
+        rec.flag = f"--data-parallel-size {2 * args.data_parallel_size}"  # "more replicas" than it runs
+    if rec.flag and already_runs(rec.flag, args):
+        rec.flag = None  # the setting it runs now: the change's words stay
     if flag.startswith("pip install vllm") and not (on_vllm(inputs) and vllm_evident(inputs)):
         rec.flag = None  # the regression is in the engine, plugin or app the report uses, not in vLLM's wheel
     elif flag.startswith("pip install vllm==<previous>") and (previous := previous_release(inputs)):

@@ -181,6 +181,28 @@ def prefix_reuse_missing(inputs: DiagnosisInputs) -> bool:
     return words_say(NO_PREFIX_REUSE, inputs)
 
 
+#: The words say prefix caching runs ("--enable-prefix-caching", "prefix caching is on", "开启了前缀缓存"),
+#: not that it is off (``--no-enable-prefix-caching``, "enable_prefix_caching=False").
+PREFIX_CACHING_STATED_ON = re.compile(
+    r"(?<!no-)(?<![A-Za-z])enable[-_ ]prefix[-_ ]caching(?!\s*[=:]?\s*(?:false|0|off)\b)"
+    r"|prefix[- _]caching\s+(?:is\s+|was\s+)?(?:on|enabled)\b"
+    r"|(?:开启|打开|启用)了?\s*(?:prefix[ _-]?caching|前缀缓存)|前缀缓存\s*(?:已经?)?(?:开启|打开|启用)",
+    re.I,
+)
+
+
+def prefix_caching_on(inputs: DiagnosisInputs) -> bool:
+    """The deployment is known to cache prefixes: its setting, a measured hit rate above zero, or the
+    words. vLLM V1 caches by default, but a packaged configuration may turn it off, and then the flag is
+    the fix (a report of the library): an unstated setting is not taken as on."""
+    setting = inputs.engine_args.enable_prefix_caching
+    if setting is not None:
+        return setting
+    if any((o.prefix_cache_hit_rate or 0) > 0 for o in inputs.observations):
+        return True
+    return words_say(PREFIX_CACHING_STATED_ON, inputs)
+
+
 def highest_concurrency(inputs: DiagnosisInputs) -> int | None:
     """The most concurrent requests the report ran at: measured load points, the case's workload, or
     the words; None when none is known."""
@@ -220,6 +242,18 @@ THROUGHPUT_FORMULA = re.compile(
 
 
 #: A load generator the report already measures with: "use vllm bench serve" is then no news.
+#: An fp8 KV cache beside a 16-bit one in the words ("fp8 kv cache is slower than bf16", "kv-cache-dtype
+#: auto vs fp8", "fp8 KV 比 bf16 慢"): "compare them" would repeat what the user did.
+_KV_DTYPE_PAIR = re.compile(
+    r"(?is)fp8.{0,160}(?:bf16|fp16|bfloat16|float16|dtype[ =]auto)|(?:bf16|fp16|bfloat16|float16|dtype[ =]auto).{0,160}fp8"
+)
+
+
+def kv_dtypes_compared(inputs: DiagnosisInputs) -> bool:
+    """The words compare KV-cache dtypes: the pair of dtypes and the KV cache both named."""
+    return words_say(_KV_DTYPE_PAIR, inputs) and "kv" in (inputs.text or "").lower()
+
+
 BENCH_TOOL = re.compile(
     r"bench(?:mark)?[_ ]serv|vllm bench|benchmark_throughput|guidellm|evalscope|genai[- ]perf|aiperf|llmperf|llm[- ]perf|inference[- ]perf"
     r"|locust|" + _A + r"k6" + _Z + r"|sglang\.bench|bench_serving|profile_restful_api|llama[- ]benchy|ais[_ ]?bench",
