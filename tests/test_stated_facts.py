@@ -274,3 +274,11 @@ def test_the_release_upgraded_to_is_the_one_that_runs(text, version):
 ])
 def test_a_release_compared_with_another_is_not_taken_as_the_one_that_runs(words, version):
     assert read_stated_facts(words).vllm_version == version
+
+
+def test_facts_read_beside_a_case_file_are_corrected_in_the_case_file():
+    """A reviewer's find: "give ... or a case file to correct them" printed to a user who gave one."""
+    case = Path(__file__).resolve().parents[1] / "knowledge" / "cases" / "freetoken-111-moe-cache-auto-8k-kv-pool.yaml"
+    notes = json.loads(CliRunner().invoke(cli, ["ask", "--profile", str(case), "--json", "--no-log"], catch_exceptions=False).output)["notes"]
+    read = [n for n in notes if n.startswith("Read from your words")]
+    assert read and "case file did not give" in read[0] and "--model" not in read[0], notes

@@ -247,7 +247,8 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
     if (platform := platform_named(inputs)) is not None:
         out.append(msg("note.platform_named", platform=msg(f"platform.{platform}")))
     if not inputs.stated.empty():
-        out.append(msg("note.stated", facts=stated_facts(inputs.stated)))
+        # a case file was given: it is where the facts are corrected, not the flags that name one
+        out.append(msg("note.stated_case" if inputs.case is not None else "note.stated", facts=stated_facts(inputs.stated)))
     if engine is not None:
         cfg = engine.config
         if cfg.version_assumed:
