@@ -197,3 +197,26 @@ def test_null_blocks_mean_unknown(tmp_path: Path) -> None:
     save_case(case, path)
     assert "null" not in path.read_text(encoding="utf-8")
     assert load_case(path).model_dump() == case.model_dump()
+
+
+def test_a_case_file_over_its_limit_is_one_error_line(tmp_path: Path, monkeypatch) -> None:
+    """A case file is kilobytes; 4 MB of load points took 14 s and 700 MB in ask before the limit."""
+    monkeypatch.delenv("VLLM_ADVISOR_MAX_INPUT_MB", raising=False)
+    path = tmp_path / "huge.yaml"
+    path.write_text('question: "q"\nobservations:\n' + "".join(f"  - concurrency: {i + 1}\n" for i in range(60_000)))
+    with pytest.raises(InputFileError) as exc:
+        load_case(path)
+    assert exc.value.reason == "too_large" and "huge.yaml" in exc.value.one_line()
+    monkeypatch.setenv("VLLM_ADVISOR_MAX_INPUT_MB", "10")  # the user's own limit still decides
+    assert len(load_case(path).observations) == 60_000
+
+
+def test_only_the_first_load_points_of_a_long_sweep_are_read(tmp_path: Path) -> None:
+    from vllm_advisor.diagnosis.inputs import MAX_OBSERVATIONS, gather
+
+    path = tmp_path / "sweep.yaml"
+    path.write_text('question: "why?"\nobservations:\n' + "".join(f"  - concurrency: {i + 1}\n    ttft_ms: {{mean: 100}}\n" for i in range(MAX_OBSERVATIONS + 40)))
+    inputs = gather(profile=path, predict=False)
+    assert len(inputs.case.observations) == MAX_OBSERVATIONS
+    (note,) = [n for n in inputs.skipped if n.field == "observations"]
+    assert note.reason == "observations_cut" and note.reason_args["count"] == MAX_OBSERVATIONS + 40

@@ -114,6 +114,10 @@ def _attach_lenient(inputs: DiagnosisInputs, path: Path, *, code: str = "attachm
     return False
 
 
+#: Load points of a case file read (a sweep has tens; 200,000 took 14 s and 700 MB in ``ask``).
+MAX_OBSERVATIONS = 256
+
+
 def typed_note(code: str, reason: str, *, source: str | None = None, field: str | None = None, **args: str | int) -> InputNote:
     """A note whose reason the advisor itself states (no reader's line): the English ``detail`` is
     the catalog's own wording of it, so the two cannot drift apart."""
@@ -229,6 +233,10 @@ def gather(
                 raise
             inputs.set_aside(InputNote.from_error("profile_unreadable", exc, str(profile), field=exc.field, detail=exc.message))
         else:
+            if len(case.observations) > MAX_OBSERVATIONS:  # a load point costs a run, a figure and a simulation
+                inputs.set_aside(typed_note("profile_field_dropped", "observations_cut", source=str(profile), field="observations",
+                                            limit=MAX_OBSERVATIONS, count=len(case.observations)))
+                case.observations = case.observations[:MAX_OBSERVATIONS]
             inputs.case = case
             inputs.deployment = case.deployment.model_copy(deep=True)
             for note in notes:

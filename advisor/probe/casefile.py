@@ -157,9 +157,15 @@ def case_from_dict(data: Any, source: str) -> CaseFile:
     return case
 
 
+#: A case file is written by hand or by the probe: a few kilobytes, tens with a long sweep. YAML of
+#: small mappings parses at about 0.5 MB/s here, so the general input limit (400 MiB) would let one
+#: file hold ``ask`` for minutes; VLLM_ADVISOR_MAX_INPUT_MB, when set, still decides.
+CASE_FILE_MAX_BYTES = 1024 * 1024
+
+
 def _yaml_data(path: str | Path) -> Any:
     source = str(path)
-    text = read_text(path)
+    text = read_text(path, max_bytes=None if os.environ.get("VLLM_ADVISOR_MAX_INPUT_MB") else CASE_FILE_MAX_BYTES)
     try:
         return load_yaml(text, source)
     except YAMLRefused as exc:
