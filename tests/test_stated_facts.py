@@ -68,6 +68,17 @@ def test_what_the_words_do_not_state(text):
     assert (said.model, said.gpu, said.input_len, said.output_len, said.vllm_version) == (None, None, None, None, None)
 
 
+@pytest.mark.parametrize(
+    ("text", "lengths"),
+    [("Why is TTFT 1.2 s with 5,000-token prompts at one stream?", (5000, None)), ("prompts of 12,000 tokens, output 1,000 tokens", (12000, 1000)),
+     ("输入 63,000 个 token", (63000, None)), ("batch sizes 8,16,32 tokens of prompts", (None, None))],
+)
+def test_lengths_with_thousands_separators(text, lengths):
+    """"5,000-token prompts" was read as 0 tokens (its "000"), so no length at all."""
+    said = read_stated_facts(text)
+    assert (said.input_len, said.output_len) == lengths
+
+
 def test_names_and_counts_as_people_write_them():
     said = read_stated_facts("Qwen/Qwen2.5-32B-Instruct-AWQ, TP2 on two H800s, 63K-token prompts, 1K-token outputs, 40 and 100 clients, vllm==0.6.3")
     assert said == StatedFacts(model="Qwen2.5-32B-Instruct-AWQ", gpu="H800-SXM", num_gpus=2, tensor_parallel_size=2, vllm_version="0.6.3", input_len=63_000, output_len=1_000, concurrency=[40, 100])

@@ -51,7 +51,7 @@ ANSWERS: dict[Topic, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("benchmark_methodology", "kv_capacity", "batched_tokens_limit", "queueing"),
     ),
     "first_token": (
-        ("reason.prefill_compute", "reason.burst_rate", "reason.queue_beyond_fit", "reason.identical_prompts", "reason.attention"),
+        ("reason.prefill_compute", "reason.burst_rate", "reason.queue_beyond_fit", "reason.identical_prompts", "reason.attention", "reason.batched_chunks_ttft"),
         ("prefill_compute", "queueing", "prefix_cache", "chunked_prefill_interference", "attention_backend"),
     ),
     "capacity": (
@@ -59,7 +59,7 @@ ANSWERS: dict[Topic, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("kv_capacity", "memory_config", "max_num_seqs_limit", "preemption"),
     ),
     "config": (
-        ("reason.batched_chunks", "reason.max_num_seqs_over", "reason.profiling_pass", "reason.cuda_graph_off", "reason.spec_decode"),
+        ("reason.batched_chunks", "reason.batched_chunks_ttft", "reason.max_num_seqs_over", "reason.profiling_pass", "reason.cuda_graph_off", "reason.spec_decode"),
         ("batched_tokens_limit", "max_num_seqs_limit", "memory_config", "cuda_graph", "spec_decode", "kv_quant"),
     ),
 }

@@ -128,7 +128,8 @@ def _batched_tokens(inputs: DiagnosisInputs, board: Board, cfg, text: str) -> No
             3.0 if offline else 2.0,
             cfg("max_num_batched_tokens", budget),
             Evidence(kind="reported", origin="workload", label=msg("ev.setting", name="input_len"), value=float(inp), unit="tokens", detail=msg("detail.chunks", chunks=chunks)),
-            reason=msg("reason.batched_chunks", budget=q(budget, "tokens"), input=q(inp, "tokens"), chunks=chunks),
+            # offline, the chunks cost throughput; served, they are steps the prompt's first token waits for
+            reason=msg("reason.batched_chunks" if offline else "reason.batched_chunks_ttft", budget=q(budget, "tokens"), input=q(inp, "tokens"), chunks=chunks),
         )
         if offline:
             board.add(

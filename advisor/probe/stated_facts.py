@@ -111,7 +111,8 @@ _VERSION = re.compile(
 #: A number and its scale, whole ("95.23", never "95.2" of it) and not a rate or a time ("95 tok/s",
 #: "20 minutes", "80 token/s").
 _TOKENS = (
-    r"(?<![\d.\-~～])(\d+(?:\.\d+)?)(?![\d.])\s*([kK万])?"
+    # "5,000" with its thousands separators as one number (its "000" alone was read, as 0 tokens)
+    r"(?<![\d.,\-~～])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\d.]|,\d)\s*([kK万])?"
     r"(?!\s*(?:tok(?:en)?s?\s*/|tokens?\s+per\b|t/s|个?\s*token\s*/|minutes?|mins?\b|seconds?|secs?\b|ms\b|s\b|%|分钟|秒))"
     r"(?!\s*(?:-|–|~|～|to\s|到|至)\s*\d)"  # a range ("8k-16k tokens") names no one length: neither end is read
 )
@@ -159,7 +160,7 @@ def _count(word: str) -> int | None:
 
 
 def _tokens(number: str, scale: str | None) -> int | None:
-    value = float(number) * {None: 1, "": 1, "k": 1000, "K": 1000, "万": 10000}[scale]
+    value = float(number.replace(",", "")) * {None: 1, "": 1, "k": 1000, "K": 1000, "万": 10000}[scale]
     # fewer than 16 tokens is a list index or a step ("prompt 1"), not a length
     return int(round(value)) if 16 <= value <= 10_000_000 else None
 
