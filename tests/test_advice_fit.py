@@ -194,3 +194,28 @@ def test_already_runs_reads_every_pair_of_the_flag():
     assert not already_runs("-tp 1 --data-parallel-size 2", EngineArgs())  # TP 1 is the default, DP 2 is not
     assert not already_runs("--max-num-seqs N", EngineArgs(max_num_seqs=5))  # a placeholder never matches
     assert not already_runs("vllm bench serve --max-concurrency 8", args)  # a command, not a setting
+
+
+@pytest.mark.parametrize("case", ["sglang-pr13926-pp-disagg-prefill-kv-send-delayed", "lmdeploy-2728-80k-prompt-ttft-a800"])
+def test_no_vllm_command_metric_or_log_line_to_a_user_of_another_engine(case):
+    """Reviewers found `vllm bench serve`, `vllm:` PromQL and vLLM's log lines given to SGLang,
+    LMDeploy and KTransformers users (11 of 16 Chinese answers)."""
+    d = diagnose(gather(profile=CASES / f"{case}.yaml"))
+    checks = [r.verify or "" for f in d.findings for r in f.recommendations] + [m.command for m in d.missing]
+    assert not any("vllm" in c.lower() for c in checks), checks
+
+
+def test_no_nvidia_tool_on_an_amd_gpu_the_catalog_lacks():
+    d = diagnose(gather(profile=CASES / "vllm-8698-mi250-llama31-6-tok-s.yaml"))  # gpu: MI250
+    checks = [r.verify or "" for f in d.findings for r in f.recommendations] + [m.command for m in d.missing]
+    assert not any("nvidia-smi" in c for c in checks), checks
+    seed = diagnose(gather(profile=Path(__file__).resolve().parents[1] / "examples" / "seed-qwen32b-h800-long-input.yaml"))
+    assert any("vllm bench serve" in m.command for m in seed.missing)  # on vLLM and NVIDIA they stay
+
+
+def test_the_deciding_commands_are_code_only():
+    from vllm_advisor.diagnosis.deciding import COMMANDS, fitted_command
+
+    assert not [c for c in COMMANDS.values() if "   (" in c]  # no English prose inside the code of a Chinese answer
+    assert fitted_command(COMMANDS["cpu_frontend"], vllm=True, nvidia=False).startswith("py-spy top")
+    assert fitted_command(COMMANDS["cpu_frontend"], vllm=False, nvidia=True) == "nvidia-smi dmon -s u"

@@ -411,10 +411,11 @@ def render_missing(diagnosis: Diagnosis, language: str) -> list[str]:
         decides = " / ".join(cause_name(language, c) for c in m.decides)
         out.append(f"- {render(m.what, language).strip()}{p.paren(phrase(language, 'decides') + p.colon + decides) if decides else ''}")
         out.append("")
-        out.append(f"  ```{fence_language(m.command)}")
-        out += [f"  {line}" for line in m.command.strip().splitlines()]
-        out.append("  ```")
-        out.append("")
+        if m.command.strip():  # empty where no line of it runs on this engine or accelerator
+            out.append(f"  ```{fence_language(m.command)}")
+            out += [f"  {line}" for line in m.command.strip().splitlines()]
+            out.append("  ```")
+            out.append("")
     return out
 
 
@@ -581,8 +582,8 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
     # what was set aside from the input, read from the words, or left the answer without a model or
     # sources, is said here
     caveats = [render(n, language) for n in diagnosis.notes if n.id.startswith(("input.", "note.no_model", "note.model_not_in_catalog", "note.gpu_not_in_catalog", "note.words_other_engine", "note.kb_", "note.stated")) or (n.id.startswith(engine_notes) and not changes)]
-    if caveats:
-        out += [f"- {c}" for c in caveats] + [""]
+    if caveats:  # under their own heading: below the numbered changes they read as one more change (a reviewer's find)
+        out += [phrase(language, "h_notes"), ""] + [f"- {c}" for c in caveats] + [""]
     out += [f"_{phrase(language, 'more')}_", ""]
     body = "\n".join(out)
     # numbered as the full analysis (number_sources_for_short numbers the sources cited here first),

@@ -19,7 +19,7 @@ from ..schema.message import msg
 from .inputs import DiagnosisInputs
 from .causes import WEIGHT_QUANT_FLAG
 from .report_facts import (
-    _A, BENCH_TOOL, HF_TRANSFORMERS, THROUGHPUT_FORMULA, catalog_gpu, engine_named_in_text, fp8_weights_unsupported, highest_concurrency, kv_dtypes_compared,
+    _A, _Z, BENCH_TOOL, HF_TRANSFORMERS, THROUGHPUT_FORMULA, catalog_gpu, engine_named_in_text, fp8_weights_unsupported, highest_concurrency, kv_dtypes_compared,
     offline_run, platform_named, prefix_caching_on, prefix_reuse_missing, requests_serialised, transformers_loop, weights_quantised, words_say,
 )
 
@@ -126,6 +126,22 @@ def already_runs(flag: str, args) -> bool:
     return bool(pairs)
 
 
+#: A check that reads vLLM itself: its Prometheus metrics, its bench client, its server log's lines.
+VLLM_CHECK = re.compile(r"\bvllm[: ]|GPU KV cache size|Maximum concurrency")
+
+
+#: An AMD GPU the catalog may lack ("MI250", "Radeon", "RX 7900", "gfx1100") or its software stack.
+AMD_NAMED = re.compile(_A + r"(?:mi\d{3}[a-z]?|rx\s?\d{4}|gfx\d{3,4}|w7900)" + _Z + r"|radeon|rocm|instinct", re.I)
+
+
+def not_nvidia(inputs: DiagnosisInputs, gpu) -> bool:
+    """The accelerator is known not to be NVIDIA's: an AMD GPU of the catalog or named (given as the
+    GPU, or in the words when no GPU of the catalog is given), or another platform named."""
+    if gpu is not None:
+        return gpu.vendor != "nvidia"
+    return platform_named(inputs) is not None or bool(AMD_NAMED.search(f"{inputs.deployment.gpu or ''}\n{inputs.text}"))
+
+
 def _too_new(flag: str, release: tuple[int, int] | None) -> bool:
     return release is not None and any(flag.startswith(name) or f" {name}" in flag for name, since in FLAG_SINCE if release < since)
 
@@ -230,6 +246,13 @@ def fit_to_deployment(rec: Recommendation, inputs: DiagnosisInputs) -> Recommend
         rec.flag = None  # the regression is in the engine, plugin or app the report uses, not in vLLM's wheel
     elif flag.startswith("pip install vllm==<previous>") and (previous := previous_release(inputs)):
         rec.flag = f"pip install vllm=={previous}"
+    if not on_vllm(inputs):  # another engine: vLLM's commands, metrics and log lines are not there
+        if rec.flag and rec.flag.startswith("vllm "):
+            rec.flag = None
+        if rec.verify and VLLM_CHECK.search(rec.verify):
+            rec.verify = None
+    if rec.verify and "nvidia-smi" in rec.verify and not_nvidia(inputs, gpu):
+        rec.verify = None  # AMD, Ascend, Apple silicon, Tenstorrent...: no nvidia-smi
     if rec.flag and _too_new(rec.flag, release):
         rec.flag = None
     if rec.verify and _too_new(rec.verify, release):

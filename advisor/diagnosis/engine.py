@@ -44,6 +44,7 @@ def diagnose(inputs: DiagnosisInputs, *, with_effects: bool = True) -> Diagnosis
         from .deciding import deciding_measurements
 
         missing = deciding_measurements(undecided, missing) + sorted(missing, key=lambda m: -len(set(m.decides) & set(undecided)))
+    missing = _runnable(missing, inputs)
     return Diagnosis(
         findings=findings,
         missing=missing,
@@ -319,6 +320,17 @@ def _facts(inputs: DiagnosisInputs) -> list[Fact]:
     if inputs.input_len:
         facts.append(Fact(label=msg("fact.io"), value=f"{inputs.input_len:,} / {inputs.output_len or '?'}", unit="tokens", basis="reported"))
     return facts
+
+
+def _runnable(missing: list[MissingMeasurement], inputs: DiagnosisInputs) -> list[MissingMeasurement]:
+    """Each measurement with the lines of its command that this engine and accelerator can run."""
+    from .advice_fit import not_nvidia
+    from .deciding import fitted_command
+    from .report_facts import catalog_gpu
+
+    vllm = inputs.deployment.is_vllm and engine_named_in_text(inputs.text) is None
+    nvidia = not not_nvidia(inputs, catalog_gpu(inputs))
+    return [m.model_copy(update={"command": fitted_command(m.command, vllm=vllm, nvidia=nvidia)}) for m in missing]
 
 
 def _missing(inputs: DiagnosisInputs, causes: list[str]) -> list[MissingMeasurement]:

@@ -507,7 +507,7 @@ def verification_plan(ctx: MemoContext) -> str:
         lines = [t(lang, "ve_missing"), ""]
         for m in ctx.diagnosis.missing:
             lines.append(f"- {render(m.what, lang)}{text(lang, 'sep.open')}{t(lang, 've_decides', causes=', '.join(f'`{c}`' for c in m.decides))}{text(lang, 'sep.close')}")
-            lines += ["", "  " + code_block(m.command).replace("\n", "\n  "), ""]
+            lines += ["", "  " + code_block(m.command).replace("\n", "\n  "), ""] if m.command.strip() else [""]
         parts.append("\n".join(lines).rstrip())
     busiest = max((r for r in ctx.rows if r.predicted is not None), key=lambda r: (r.key[0] == "c", r.key[1]) if r.key else (False, 0), default=None)
     parts.append(t(lang, "ve_promql"))
