@@ -231,8 +231,9 @@ def render_figures(figs: Figures, language: str) -> list[str]:
             out.append(f"_{phrase(language, 'version_assumed', version=figs.version)}_")
         out.append("")
     table = render_load_table(figs.loads, language) if figs.loads else []
-    if table:
-        out += [f"**{phrase(language, 'load_points')}**", "", *table, ""]
+    if table:  # "beside the model's prediction" only where the table has one
+        title = "load_points" if any(r.kind == "model" for r in figs.loads) else "load_points_measured"
+        out += [f"**{phrase(language, title)}**", "", *table, ""]
     return out
 
 
