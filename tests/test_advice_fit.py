@@ -165,6 +165,18 @@ def test_prefix_caching_is_not_advised_where_it_is_on_and_is_where_nothing_says_
     assert "--enable-prefix-caching" in _flags("syvai-6-agent-reprefill-prefix-cache-off")
 
 
+def test_prefix_caching_is_not_offered_for_prefill_where_it_is_on_by_default_and_no_prefix_repeats():
+    """vLLM V1 and SGLang cache prefixes by default: `--enable-prefix-caching` for one long prompt's
+    prefill repeats the default (5 English and 3 Chinese answers); beside turns of a session it stays."""
+    for case in ("vllm-2404-awq-yi34b-slow-first-token", "sglang-4265-60k-prompt-blocks-next-request"):
+        assert "--enable-prefix-caching" not in _flags(case), case
+    assert "--enable-prefix-caching" in _flags("syvai-6-agent-reprefill-prefix-cache-off")
+
+
+def test_vllm_on_another_accelerator_keeps_vllm_commands():
+    assert "vllm bench serve --max-concurrency N" in _flags("vllm-ascend-8126-qwen3-8b-c2-ttft-waiting")
+
+
 def test_a_user_who_compared_kv_dtypes_is_not_told_to_compare_them():
     changes = _changes("vllm-48786-fp8-kv-slower-hopper")  # runs fp8 KV, measured it beside bf16
     ids = [r.change.id for r in changes]

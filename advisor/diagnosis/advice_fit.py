@@ -20,7 +20,7 @@ from .inputs import DiagnosisInputs
 from .causes import WEIGHT_QUANT_FLAG
 from .report_facts import (
     _A, _Z, BENCH_TOOL, HF_TRANSFORMERS, THROUGHPUT_FORMULA, catalog_gpu, engine_named_in_text, fp8_weights_unsupported, highest_concurrency, kv_dtypes_compared,
-    offline_run, platform_named, prefix_caching_on, prefix_reuse_missing, requests_serialised, transformers_loop, weights_quantised, words_say,
+    offline_run, platform_named, PREFIX_REUSE_WORDS, prefix_caching_on, prefix_reuse_missing, requests_serialised, transformers_loop, weights_quantised, words_say,
 )
 
 #: The first vLLM release that has a flag or command (conservative: a release known to have it). A
@@ -96,6 +96,12 @@ def on_vllm(inputs: DiagnosisInputs) -> bool:
     return inputs.deployment.is_vllm and engine_named_in_text(inputs.text) is None and platform_named(inputs) is None
 
 
+def engine_is_vllm(inputs: DiagnosisInputs) -> bool:
+    """The engine is vLLM, on whatever accelerator (a vendor plugin such as vllm-ascend keeps vLLM's
+    commands, metrics and log lines; ``on_vllm`` also asks for an NVIDIA-like platform)."""
+    return inputs.deployment.is_vllm and engine_named_in_text(inputs.text) is None
+
+
 def vllm_evident(inputs: DiagnosisInputs) -> bool:
     """Something the user gave says vLLM runs: the engine, a vLLM version, a serve command or engine
     flags, or the word itself. A report that never names vLLM (an upgraded chat app over transformers,
@@ -140,6 +146,16 @@ def not_nvidia(inputs: DiagnosisInputs, gpu) -> bool:
     if gpu is not None:
         return gpu.vendor != "nvidia"
     return platform_named(inputs) is not None or bool(AMD_NAMED.search(f"{inputs.deployment.gpu or ''}\n{inputs.text}"))
+
+
+def caching_by_default(inputs: DiagnosisInputs, release: tuple[int, int] | None) -> bool:
+    """The engine caches prefixes unless told not to: vLLM V1 (0.8 on; a release not given is taken
+    as current), SGLang's radix cache; the user set nothing about it."""
+    if inputs.engine_args.enable_prefix_caching is not None:
+        return False
+    if (inputs.deployment.engine or "").strip().lower() == "sglang":
+        return True
+    return on_vllm(inputs) and (release is None or release >= (0, 8))
 
 
 def _too_new(flag: str, release: tuple[int, int] | None) -> bool:
@@ -234,8 +250,9 @@ def fit_to_deployment(rec: Recommendation, inputs: DiagnosisInputs) -> Recommend
         rec.flag = None  # the change is a removal (--enforce-eager); a capture list would narrow vLLM's default
     if change == "rec.cuda_graph_sizes":
         rec.flag = None
-    if change == "rec.prefill_compute_1" and (prefix_caching_on(inputs) or (inputs.input_len is not None and inputs.input_len < 1024)):
-        rec.flag = None  # already caching prefixes, or prompts too short for a prefix to matter
+    if change == "rec.prefill_compute_1" and (prefix_caching_on(inputs) or (inputs.input_len is not None and inputs.input_len < 1024)
+                                               or (caching_by_default(inputs, release) and not words_say(PREFIX_REUSE_WORDS, inputs))):
+        rec.flag = None  # already caching prefixes, or prompts too short for a prefix to matter, or no prefix to reuse
     if change == "rec.kv_quant_1" and kv_dtypes_compared(inputs):
         rec.change = msg("rec.kv_quant_compared")  # they measured both: which to keep, and when fp8 pays
     if change == "rec.kv_capacity_2" and (args.data_parallel_size or 1) > 1:
@@ -246,7 +263,7 @@ def fit_to_deployment(rec: Recommendation, inputs: DiagnosisInputs) -> Recommend
         rec.flag = None  # the regression is in the engine, plugin or app the report uses, not in vLLM's wheel
     elif flag.startswith("pip install vllm==<previous>") and (previous := previous_release(inputs)):
         rec.flag = f"pip install vllm=={previous}"
-    if not on_vllm(inputs):  # another engine: vLLM's commands, metrics and log lines are not there
+    if not engine_is_vllm(inputs):  # another engine: vLLM's commands, metrics and log lines are not there
         if rec.flag and rec.flag.startswith("vllm "):
             rec.flag = None
         if rec.verify and VLLM_CHECK.search(rec.verify):

@@ -324,12 +324,11 @@ def _facts(inputs: DiagnosisInputs) -> list[Fact]:
 
 def _runnable(missing: list[MissingMeasurement], inputs: DiagnosisInputs) -> list[MissingMeasurement]:
     """Each measurement with the lines of its command that this engine and accelerator can run."""
-    from .advice_fit import not_nvidia
+    from .advice_fit import engine_is_vllm, not_nvidia
     from .deciding import fitted_command
     from .report_facts import catalog_gpu
 
-    vllm = inputs.deployment.is_vllm and engine_named_in_text(inputs.text) is None
-    nvidia = not not_nvidia(inputs, catalog_gpu(inputs))
+    vllm, nvidia = engine_is_vllm(inputs), not not_nvidia(inputs, catalog_gpu(inputs))
     return [m.model_copy(update={"command": fitted_command(m.command, vllm=vllm, nvidia=nvidia)}) for m in missing]
 
 

@@ -191,6 +191,16 @@ PREFIX_CACHING_STATED_ON = re.compile(
 )
 
 
+#: Words of a workload whose prompts repeat a prefix (turns of a session, an agent's history, a shared
+#: system prompt): where an unstated prefix-cache setting is worth checking even on an engine that
+#: caches by default (a packaged configuration may turn it off).
+PREFIX_REUSE_WORDS = re.compile(
+    r"multi[- ]?turn|session|agent|conversation|history|system prompt|shared prefix|prefix|cach|" + _A + r"rag" + _Z
+    + r"|多轮|对话|会话|历史|前缀|缓存|系统提示",
+    re.I,
+)
+
+
 def prefix_caching_on(inputs: DiagnosisInputs) -> bool:
     """The deployment is known to cache prefixes: its setting, a measured hit rate above zero, or the
     words. vLLM V1 caches by default, but a packaged configuration may turn it off, and then the flag is
