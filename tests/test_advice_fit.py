@@ -231,3 +231,16 @@ def test_the_deciding_commands_are_code_only():
     assert not [c for c in COMMANDS.values() if "   (" in c]  # no English prose inside the code of a Chinese answer
     assert fitted_command(COMMANDS["cpu_frontend"], vllm=True, nvidia=False).startswith("py-spy top")
     assert fitted_command(COMMANDS["cpu_frontend"], vllm=False, nvidia=True) == "nvidia-smi dmon -s u"
+
+
+def test_no_bisecting_for_a_user_who_never_changed_release():
+    """"Pin the previous version and bisect" to users who never upgraded (3 English, 4 Chinese answers):
+    without a change of release in view, compare this release with the newest one."""
+    ids = [r.change.id for r in _changes("vllm-8698-mi250-llama31-6-tok-s")]
+    assert "rec.version_regression_compare" in ids and "rec.version_regression_1" not in ids
+    assert "rec.version_regression_1" in [r.change.id for r in _changes("ktransformers-440-v03-bf16-vs-v02-q4")]  # "V0.3 比 V0.2"
+
+
+def test_an_offline_run_is_told_what_its_generate_timing_includes():
+    ids = [r.change.id for r in _changes("msswift-9626-second-half-slower-longer-outputs")]
+    assert "rec.benchmark_methodology_offline" in ids and "rec.benchmark_methodology_check" not in ids

@@ -77,6 +77,24 @@ def _key(version: str) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", version.split(".post")[0]))
 
 
+#: The words tell of a change of release: an upgrade, a regression, an older or newer version.
+RELEASE_CHANGE_WORDS = re.compile(
+    r"upgrad|updat|downgrad|regress|(?:new|old)(?:er)?\s+(?:version|release|build)|previous\s+(?:version|release)|since\s+v?\d|after\s+(?:the\s+)?(?:upgrade|update|bump)"
+    r"|升级|更新|降级|回退|新版|旧版|老版本|之前的版本|换了版本",
+    re.I,
+)
+
+
+#: A release as reports name one: with its "v" ("v0.3", "v1.2.1") or in three parts ("0.10.1").
+RELEASES_NAMED = re.compile(r"(?<![\w.])v\d+\.\d+(?:\.\d+)*(?![\d.])|(?<![\w.])\d+\.\d+\.\d+(?![\d.])", re.I)
+
+
+def release_change_in_view(inputs: DiagnosisInputs) -> bool:
+    """The report speaks of a change of release (its words, or two releases named): "pin the previous
+    version and bisect" answers it; without one it asked a user who never upgraded to bisect."""
+    return words_say(RELEASE_CHANGE_WORDS, inputs) or len(set(RELEASES_NAMED.findall(inputs.text or ""))) >= 2
+
+
 def previous_release(inputs: DiagnosisInputs) -> str | None:
     """The release the user compares against: the oldest one their words name below the version they
     run (``0.21.0`` in "fast on v0.21.0, slow on v0.23.0"; ``0.5.0`` in "slower with each release,
@@ -216,6 +234,10 @@ def _reworded(rec: Recommendation, inputs: DiagnosisInputs) -> None:
         rec.change = msg("rec.benchmark_methodology_check")
         if words_say(BENCH_TOOL, inputs) or not on_vllm(inputs):
             rec.flag = None
+    if rec.change.id == "rec.version_regression_1" and not release_change_in_view(inputs):
+        rec.flag, rec.change = None, msg("rec.version_regression_compare")  # no upgrade to undo: compare releases
+    if rec.change.id == "rec.benchmark_methodology_check" and offline_run(inputs):
+        rec.change = msg("rec.benchmark_methodology_offline")  # no stream, no client: what generate() timing includes
     if rec.change.id == "rec.spec_decode_1" and (highest_concurrency(inputs) or 99) <= 2:
         # one or two streams: "off at high concurrency" does not apply; the drafts or the drafter's cost do
         rec.change = msg("rec.spec_decode_low_load")
@@ -239,6 +261,8 @@ def fit_to_deployment(rec: Recommendation, inputs: DiagnosisInputs) -> Recommend
             return None  # one replica per GPU needs the weights on one GPU, and two GPUs
         if _nvlink(inputs, gpu):
             rec.change = msg("rec.tp_comm_replicas")
+    if change == "rec.kv_capacity_2" and (highest_concurrency(inputs) or 99) <= 1:
+        return None  # one request at a time: more replicas serve more requests, not this one faster
     if change == "rec.kv_capacity_2" and inputs.engine is not None and inputs.input_len:
         if inputs.input_len + (inputs.output_len or 0) > inputs.engine.memory.kv_cache_tokens:
             return None  # one request does not fit one replica's KV cache: more replicas do not help it
