@@ -410,7 +410,8 @@ def render_missing(diagnosis: Diagnosis, language: str) -> list[str]:
     out = [phrase(language, "h_missing"), ""]
     for m in diagnosis.missing:
         decides = " / ".join(cause_name(language, c) for c in m.decides)
-        out.append(f"- {render(m.what, language).strip()}{p.paren(phrase(language, 'decides') + p.colon + decides) if decides else ''}")
+        verb = phrase(language, "decides" if len(m.decides) > 1 else "decides_one")  # "between" needs two
+        out.append(f"- {render(m.what, language).strip()}{p.paren(verb + p.colon + decides) if decides else ''}")
         out.append("")
         if m.command.strip():  # empty where no line of it runs on this engine or accelerator
             out.append(f"  ```{fence_language(m.command)}")

@@ -350,8 +350,8 @@ def _missing(inputs: DiagnosisInputs, causes: list[str]) -> list[MissingMeasurem
     # the version decides a regression, and the defaults the performance model assumed
     if on_vllm and not inputs.deployment.vllm_version and (inputs.engine is not None or top & {"version_regression", "batched_tokens_limit", "memory_config"}):
         out.append(
-            MissingMeasurement(
-                decides=["version_regression", "batched_tokens_limit", "memory_config"],
+            MissingMeasurement(  # the causes it decides among those found, else all three (the model's defaults)
+                decides=sorted(top & {"version_regression", "batched_tokens_limit", "memory_config"}) or ["version_regression", "batched_tokens_limit", "memory_config"],
                 what=msg("missing.version"),
                 command="vllm --version\nvllm-advisor probe log server.log",
             )
