@@ -168,3 +168,14 @@ def test_an_engine_note_about_flags_stands_only_above_flags():
     md = _short_answer("qwen-872-flash-attn-speed-column-is-tokens-per-second")
     changes = md.split("## 建议的修改")[1].split("## 参考来源")[0]
     assert "`" not in changes.split("_完整分析")[0] and "transformers" not in changes, md
+
+
+def test_the_full_answer_says_whose_flags_above_them_and_once():
+    """The engine note stood in the full answer's caveats, after the flags it is about (a reviewer's
+    find of session 16); it now stands above the changes, as in the short answer, and only there."""
+    from vllm_advisor.session import Session
+
+    case = CASES / "ollama-14510-qwen35-one-active-request.yaml"
+    full = Session(profile=case, kb=False).answer(short=False).answer.markdown
+    note = "use Ollama's equivalents"
+    assert full.count(note) == 1 and full.index("## What to change") < full.index(note) < full.index("1. **")

@@ -349,6 +349,8 @@ def render_change(diagnosis: Diagnosis, language: str) -> list[str]:
     if not recs:
         return [phrase(language, "h_change"), "", phrase(language, "no_recommendations"), ""] if diagnosis.missing else []
     out = [phrase(language, "h_change"), ""]
+    for n in notes_above_changes(diagnosis, [r for _, r in recs]):  # as in the short answer: before the flags
+        out += [f"_{render(n, language)}_", ""]
     for i, (f, r) in enumerate(recs, start=1):
         change = render(r.change, language).strip()
         cite = markers(best_citation(f"{render(r.change, 'en')} {r.flag or ''}", f.sources))
@@ -495,6 +497,8 @@ def compose(inputs, diagnosis: Diagnosis, sources: list[Citation], language: str
         if diagnosis.findings:
             lines += render_why(diagnosis, language)
         lines += render_change(diagnosis, language)
+        above = {render(n, language).strip() for n in notes_above_changes(diagnosis, [r for _, r in _recommendations(diagnosis)])}
+        notes = [n for n in notes if n not in above]  # said once, where it applies
         lines += render_undecided(diagnosis, language)
         lines += render_missing(diagnosis, language)
         lines += render_similar(diagnosis, language)
@@ -515,6 +519,18 @@ NVIDIA_ONLY_CHANGE = ("rec.cuda_graph", "rec.attention_backend", "rec.kv_quant",
 def nvidia_only(rec: Recommendation) -> bool:
     """The change is about an NVIDIA-only mechanism, by its flag or by what it says."""
     return bool(NVIDIA_ONLY_FLAG.search(rec.flag or "")) or rec.change.id.startswith(NVIDIA_ONLY_CHANGE)
+
+
+ENGINE_NOTES = ("note.other_engine", "note.engine_named", "note.platform_named")
+
+
+def notes_above_changes(diagnosis: Diagnosis, recs: list[Recommendation]) -> list[Msg]:
+    """The notes a list of changes needs above it: whose flags these are (only above flags: with no
+    flag below, a line about "the flags below" points at nothing, a reviewer's find of session 12), and
+    that the accelerator is not NVIDIA's (only above an NVIDIA-only change, flag or not)."""
+    shown = {"note.platform_named": any(nvidia_only(r) for r in recs)}
+    flags = any(r.flag for r in recs)
+    return [n for n in diagnosis.notes if n.id.startswith(ENGINE_NOTES) and shown.get(n.id, flags)]
 
 
 def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], language: str) -> str:
@@ -560,17 +576,10 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
         others = [f for f in diagnosis.findings if f not in reply.findings][:SHORT_OTHERS]
         out += others_lines(others, language, lambda f: cause_name(language, f.cause))  # names: one line on a screen
     changes = _top_changes(diagnosis, reply.findings)
-    engine_notes = ("note.other_engine", "note.engine_named", "note.platform_named")
     if changes:
         out += [phrase(language, "h_change"), ""]
-        # whose flags these are comes before them (a report about another engine); with no flag
-        # below, a line about "the flags below" points at nothing (a reviewer's find, session 12)
-        # the platform note is about NVIDIA-only changes, flag or not; the engine notes about flags
-        shown = {"note.platform_named": any(nvidia_only(r) for _, r in changes)}
-        flags = any(r.flag for _, r in changes)
-        for n in [n for n in diagnosis.notes if n.id.startswith(engine_notes)]:
-            if shown.get(n.id, flags):
-                out += [f"_{render(n, language)}_", ""]
+        for n in notes_above_changes(diagnosis, [r for _, r in changes]):  # whose flags these are, before them
+            out += [f"_{render(n, language)}_", ""]
         for i, (f, r) in enumerate(changes, start=1):
             line = f"{i}. **{render(r.change, language).strip()}**"
             if r.flag:
@@ -583,7 +592,7 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
     # (that the leading causes are undecided is said in the full analysis, beside the measurements that decide them)
     # what was set aside from the input, read from the words, or left the answer without a model or
     # sources, is said here
-    caveats = [render(n, language) for n in diagnosis.notes if n.id.startswith(("input.", "note.no_model", "note.model_not_in_catalog", "note.gpu_not_in_catalog", "note.words_other_engine", "note.kb_", "note.stated")) or (n.id.startswith(engine_notes) and not changes)]
+    caveats = [render(n, language) for n in diagnosis.notes if n.id.startswith(("input.", "note.no_model", "note.model_not_in_catalog", "note.gpu_not_in_catalog", "note.words_other_engine", "note.kb_", "note.stated")) or (n.id.startswith(ENGINE_NOTES) and not changes)]
     if caveats:  # under their own heading: below the numbered changes they read as one more change (a reviewer's find)
         out += [phrase(language, "h_notes"), ""] + [f"- {c}" for c in caveats] + [""]
     out += [f"_{phrase(language, 'more')}_", ""]
