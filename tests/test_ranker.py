@@ -162,7 +162,8 @@ def test_validation_score_recomputed_from_the_library():
     2026-12-05 (session 12, 65 new reports) on 201: 0.692 / 0.748, neither; session 13 (SGLang profile
     flags read, sliding-window KV) on the same 201: 0.701 / 0.759, top-1 at its bar; session 14 (22 new
     reports) on 206: 0.709 / 0.772; session 15 (56 new reports, 144 engine labels corrected) on 229:
-    0.699 / 0.755 (the 206 scored before: 0.704 / 0.754). The floor here is the
+    0.699 / 0.755 (the 206 scored before: 0.704 / 0.754); session 16 (64 new reports) on 243: 0.704 /
+    0.743 (the 229 scored before: 0.712 / 0.752; the 14 new: 0.57 / 0.59). The floor here is the
     session-8 level less about one standard error (0.033 / 0.027), a guard against regressions, and
     benchmarks/RESULTS.md says where it stands."""
     from vllm_advisor.cases.fit import run

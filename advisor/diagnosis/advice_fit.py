@@ -18,6 +18,7 @@ from ..schema import Recommendation
 from ..schema.message import msg
 from .inputs import DiagnosisInputs
 from .causes import WEIGHT_QUANT_FLAG
+from .deciding import fitted_command
 from .report_facts import (
     _A, _Z, BENCH_TOOL, HF_TRANSFORMERS, THROUGHPUT_FORMULA, catalog_gpu, engine_named_in_text, fp8_weights_unsupported, highest_concurrency, kv_dtypes_compared,
     offline_run, platform_named, PREFIX_REUSE_WORDS, prefix_caching_on, prefix_reuse_missing, requests_serialised, transformers_loop, weights_quantised, words_say,
@@ -109,15 +110,15 @@ def previous_release(inputs: DiagnosisInputs) -> str | None:
     return min(older, key=_key) if older else None
 
 
-def on_vllm(inputs: DiagnosisInputs) -> bool:
-    """The report is about vLLM itself (not another engine given or named, not a vendor plugin)."""
-    return inputs.deployment.is_vllm and engine_named_in_text(inputs.text) is None and platform_named(inputs) is None
-
-
 def engine_is_vllm(inputs: DiagnosisInputs) -> bool:
     """The engine is vLLM, on whatever accelerator (a vendor plugin such as vllm-ascend keeps vLLM's
-    commands, metrics and log lines; ``on_vllm`` also asks for an NVIDIA-like platform)."""
+    commands, metrics and log lines)."""
     return inputs.deployment.is_vllm and engine_named_in_text(inputs.text) is None
+
+
+def on_vllm(inputs: DiagnosisInputs) -> bool:
+    """The report is about vLLM itself (not another engine given or named, not a vendor plugin)."""
+    return engine_is_vllm(inputs) and platform_named(inputs) is None
 
 
 def vllm_evident(inputs: DiagnosisInputs) -> bool:
@@ -148,10 +149,6 @@ def already_runs(flag: str, args) -> bool:
         if current is None or str(current).lower() != value.lower():
             return False
     return bool(pairs)
-
-
-#: A check that reads vLLM itself: its Prometheus metrics, its bench client, its server log's lines.
-VLLM_CHECK = re.compile(r"\bvllm[: ]|GPU KV cache size|Maximum concurrency")
 
 
 #: An AMD GPU the catalog may lack ("MI250", "Radeon", "RX 7900", "gfx1100") or its software stack.
@@ -261,10 +258,10 @@ def fit_to_deployment(rec: Recommendation, inputs: DiagnosisInputs) -> Recommend
             return None  # one replica per GPU needs the weights on one GPU, and two GPUs
         if _nvlink(inputs, gpu):
             rec.change = msg("rec.tp_comm_replicas")
-    if change == "rec.kv_capacity_2" and (highest_concurrency(inputs) or 99) <= 1:
-        return None  # one request at a time: more replicas serve more requests, not this one faster
-    if change == "rec.kv_capacity_2" and inputs.engine is not None and inputs.input_len:
-        if inputs.input_len + (inputs.output_len or 0) > inputs.engine.memory.kv_cache_tokens:
+    if change == "rec.kv_capacity_2":
+        if (highest_concurrency(inputs) or 99) <= 1:
+            return None  # one request at a time: more replicas serve more requests, not this one faster
+        if inputs.engine is not None and inputs.input_len and inputs.input_len + (inputs.output_len or 0) > inputs.engine.memory.kv_cache_tokens:
             return None  # one request does not fit one replica's KV cache: more replicas do not help it
     if flag == "--quantization fp8" and inputs.engine is not None and inputs.engine.memory.weights_gib / 2 >= inputs.engine.memory.requested_gib:
         rec.flag, rec.change = None, msg("rec.decode_bandwidth_too_big")  # even FP8 weights do not fit: 4-bit or more GPUs
@@ -287,13 +284,11 @@ def fit_to_deployment(rec: Recommendation, inputs: DiagnosisInputs) -> Recommend
         rec.flag = None  # the regression is in the engine, plugin or app the report uses, not in vLLM's wheel
     elif flag.startswith("pip install vllm==<previous>") and (previous := previous_release(inputs)):
         rec.flag = f"pip install vllm=={previous}"
-    if not engine_is_vllm(inputs):  # another engine: vLLM's commands, metrics and log lines are not there
-        if rec.flag and rec.flag.startswith("vllm "):
-            rec.flag = None
-        if rec.verify and VLLM_CHECK.search(rec.verify):
-            rec.verify = None
-    if rec.verify and "nvidia-smi" in rec.verify and not_nvidia(inputs, gpu):
-        rec.verify = None  # AMD, Ascend, Apple silicon, Tenstorrent...: no nvidia-smi
+    vllm, nvidia = engine_is_vllm(inputs), not not_nvidia(inputs, gpu)
+    if rec.flag and not vllm and rec.flag.startswith("vllm "):
+        rec.flag = None  # another engine: vLLM's commands are not there
+    if rec.verify:  # vLLM's metrics and log lines for vLLM only, NVIDIA's tools for NVIDIA only
+        rec.verify = fitted_command(rec.verify, vllm=vllm, nvidia=nvidia) or None
     if rec.flag and _too_new(rec.flag, release):
         rec.flag = None
     if rec.verify and _too_new(rec.verify, release):

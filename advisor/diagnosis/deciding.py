@@ -15,6 +15,8 @@ from ..schema.message import msg
 
 #: Tools that exist only with NVIDIA's driver and NCCL.
 NVIDIA_TOOLS = re.compile(r"nvidia-smi|all_reduce_perf|nccl", re.I)
+#: What runs or reads vLLM: its commands and the advisor's probes of it, its metrics, its log lines.
+VLLM_ONLY = re.compile(r"vllm|GPU KV cache size|Maximum concurrency", re.I)
 
 #: cause -> a command that measures what ``decide.<cause>`` describes: code only, one command per line
 #: (the comparison it makes is said by the message, in the asker's language; "(same seed and
@@ -62,5 +64,5 @@ def fitted_command(command: str, *, vllm: bool, nvidia: bool) -> str:
     found `vllm bench serve` and `vllm:` queries given to LMDeploy and KTransformers users, and
     nvidia-smi on Tenstorrent, MI250 and Apple silicon). Empty when no line is left: the measurement
     is still named, in words."""
-    lines = [line for line in command.splitlines() if (vllm or "vllm" not in line.lower()) and (nvidia or not NVIDIA_TOOLS.search(line))]
+    lines = [line for line in command.splitlines() if (vllm or not VLLM_ONLY.search(line)) and (nvidia or not NVIDIA_TOOLS.search(line))]
     return "\n".join(lines)

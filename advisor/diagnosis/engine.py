@@ -338,7 +338,9 @@ def _missing(inputs: DiagnosisInputs, causes: list[str]) -> list[MissingMeasurem
     has_metrics = bool(inputs.metrics_summaries)
     top = set(causes[:4])
     # vLLM's metrics and version decide nothing for a report about another engine
-    on_vllm = inputs.deployment.is_vllm and engine_named_in_text(inputs.text) is None
+    from .advice_fit import engine_is_vllm
+
+    on_vllm = engine_is_vllm(inputs)
     if on_vllm and not has_metrics and top & {"kv_capacity", "queueing", "preemption", "max_num_seqs_limit", "benchmark_methodology", "prefix_cache"}:
         out.append(
             MissingMeasurement(
