@@ -246,3 +246,17 @@ def test_dev_cases_answer_with_sourced_numbers_and_resolving_citations(case_file
     check = check_citations(body, len(answer.sources))
     assert not check.invalid and set(check.valid) == {s.number for s in answer.sources}
     assert source_numbers(answer.markdown) == list(range(1, len(answer.sources) + 1))
+
+
+def test_a_finding_without_evidence_quotes_the_users_closest_sentence():
+    """A cosine figure ("closeness ... (cosine): 0.61") meant nothing to reviewers; a finding that rests
+    on the words alone quotes the sentence of them closest to the cause's symptoms."""
+    from pathlib import Path
+
+    from vllm_advisor.diagnosis.engine import diagnose
+    from vllm_advisor.diagnosis.inputs import gather
+
+    case = Path(__file__).resolve().parents[1] / "knowledge" / "cases" / "lmdeploy-2327-internvl2-requests-served-one-by-one.yaml"
+    inputs = gather(profile=case)
+    quoted = [e for f in diagnose(inputs).findings for e in f.evidence if e.label.id == "ev.closest_words"]
+    assert quoted and all(isinstance(e.value, str) and " ".join(e.value.split()[:3]) in " ".join(inputs.text.split()) for e in quoted)
