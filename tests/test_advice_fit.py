@@ -182,6 +182,8 @@ def test_a_user_who_compared_kv_dtypes_is_not_told_to_compare_them():
     ids = [r.change.id for r in changes]
     assert "rec.kv_quant_compared" in ids and "rec.kv_quant_1" not in ids
     assert "--kv-cache-dtype auto" in [r.flag for r in changes]  # the way back to 16-bit KV stays
+    # no quantised KV set or named: "auto" is what it runs (16-bit KV would not add capacity)
+    assert "--kv-cache-dtype auto" not in _flags("vllm-45178-cudagraph-mem-estimate-shrinks-kv")
 
 
 @pytest.mark.parametrize(

@@ -155,6 +155,10 @@ def already_runs(flag: str, args) -> bool:
 AMD_NAMED = re.compile(_A + r"(?:mi\d{3}[a-z]?|rx\s?\d{4}|gfx\d{3,4}|w7900)" + _Z + r"|radeon|rocm|instinct", re.I)
 
 
+#: Words of a quantised KV cache ("fp8 kv", "kv int8", "q8_0 cache", "quant_policy").
+QUANTISED_KV_WORDS = re.compile(r"fp8|int8|int4|q8|q4|quant", re.I)
+
+
 def not_nvidia(inputs: DiagnosisInputs, gpu) -> bool:
     """The accelerator is known not to be NVIDIA's: an AMD GPU of the catalog or named (given as the
     GPU, or in the words when no GPU of the catalog is given), or another platform named."""
@@ -274,6 +278,8 @@ def fit_to_deployment(rec: Recommendation, inputs: DiagnosisInputs) -> Recommend
     if change == "rec.prefill_compute_1" and (prefix_caching_on(inputs) or (inputs.input_len is not None and inputs.input_len < 1024)
                                                or (caching_by_default(inputs, release) and not words_say(PREFIX_REUSE_WORDS, inputs))):
         rec.flag = None  # already caching prefixes, or prompts too short for a prefix to matter, or no prefix to reuse
+    if flag == "--kv-cache-dtype auto" and (args.kv_cache_dtype or "auto").lower() == "auto" and not QUANTISED_KV_WORDS.search(inputs.text or ""):
+        rec.flag = None  # no quantised KV cache set or named: "auto" is what it runs (bf16 would not add capacity)
     if change == "rec.kv_quant_1" and kv_dtypes_compared(inputs):
         rec.change = msg("rec.kv_quant_compared")  # they measured both: which to keep, and when fp8 pays
     if change == "rec.kv_capacity_2" and (args.data_parallel_size or 1) > 1:
