@@ -246,3 +246,11 @@ def test_no_bisecting_for_a_user_who_never_changed_release():
 def test_an_offline_run_is_told_what_its_generate_timing_includes():
     ids = [r.change.id for r in _changes("msswift-9626-second-half-slower-longer-outputs")]
     assert "rec.benchmark_methodology_offline" in ids and "rec.benchmark_methodology_check" not in ids
+
+
+def test_an_engine_driven_from_the_users_own_process_is_not_told_to_scale_api_servers():
+    """`--api-server-count` scales vLLM's server; a report driving AsyncLLM from its own code runs none
+    (reviewers: 7 Chinese and 6 English answers with no API server to scale)."""
+    changes = _changes("vllm-49317-asyncllm-raw-mm-prompts-serialized")
+    assert "rec.cpu_frontend_in_process" in [r.change.id for r in changes]
+    assert "--api-server-count 4" not in [r.flag for r in changes]

@@ -20,7 +20,7 @@ from .inputs import DiagnosisInputs
 from .causes import WEIGHT_QUANT_FLAG
 from .deciding import fitted_command
 from .report_facts import (
-    _A, _Z, BENCH_TOOL, HF_TRANSFORMERS, THROUGHPUT_FORMULA, catalog_gpu, engine_named_in_text, fp8_weights_unsupported, highest_concurrency, kv_dtypes_compared,
+    _A, _Z, BENCH_TOOL, HF_TRANSFORMERS, THROUGHPUT_FORMULA, catalog_gpu, engine_named_in_text, fp8_weights_unsupported, highest_concurrency, in_process_engine, kv_dtypes_compared,
     offline_run, platform_named, PREFIX_REUSE_WORDS, prefix_caching_on, prefix_reuse_missing, requests_serialised, transformers_loop, weights_quantised, words_say,
 )
 
@@ -220,6 +220,8 @@ def _reworded(rec: Recommendation, inputs: DiagnosisInputs) -> None:
         rec.flag, rec.change = None, msg("rec.decode_bandwidth_quantised")
     if rec.change.id == "rec.cpu_frontend_1" and offline_run(inputs):  # no API server to scale out
         rec.flag, rec.change = None, msg("rec.cpu_frontend_offline")
+    elif rec.change.id == "rec.cpu_frontend_1" and in_process_engine(inputs):  # the user's own process drives the engine
+        rec.flag, rec.change = None, msg("rec.cpu_frontend_in_process")
     elif rec.change.id == "rec.cpu_frontend_1" and not on_vllm(inputs):  # another engine: no --api-server-count
         rec.flag, rec.change = None, msg("rec.cpu_frontend_other_engine")
     if rec.change.id == "rec.cuda_graph_1" and not inputs.engine_args.enforce_eager:

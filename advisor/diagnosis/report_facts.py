@@ -159,6 +159,19 @@ def offline_run(inputs: DiagnosisInputs) -> bool:
     return bool(re.search(r"offline|离线|llm\.generate|" + _A + r"LLM\(", text, re.I))
 
 
+#: vLLM driven inside the user's own process (no vLLM API server to scale out): its engine classes or
+#: ``LLM(...)`` / ``.generate(`` calls, not ``vllm serve`` or its OpenAI-compatible server.
+IN_PROCESS_ENGINE = re.compile(r"AsyncLLMEngine|AsyncLLM\b|LLMEngine|" + _A + r"LLM\(|engine\.generate|llm\.generate|from vllm import")
+VLLM_SERVER = re.compile(r"vllm serve|api_server|openai[- ]compatible|/v1/", re.I)
+
+
+def in_process_engine(inputs: DiagnosisInputs) -> bool:
+    """The report drives vLLM's engine from its own code (a script, its own web server around
+    ``AsyncLLMEngine``): `--api-server-count` scales a server it does not run."""
+    text = inputs.text or ""
+    return not inputs.deployment.serve_command and bool(IN_PROCESS_ENGINE.search(text)) and not VLLM_SERVER.search(text)
+
+
 def words_say(pattern: re.Pattern[str], inputs: DiagnosisInputs) -> bool:
     """The report's words (question, notes) match ``pattern``: the readers below differ only in it."""
     return bool(pattern.search(inputs.text or ""))
