@@ -254,3 +254,9 @@ def test_an_engine_driven_from_the_users_own_process_is_not_told_to_scale_api_se
     changes = _changes("vllm-49317-asyncllm-raw-mm-prompts-serialized")
     assert "rec.cpu_frontend_in_process" in [r.change.id for r in changes]
     assert "--api-server-count 4" not in [r.flag for r in changes]
+
+
+def test_ktransformers_decode_is_bounded_by_host_memory_not_more_gpus():
+    changes = _changes("ktransformers-587-epyc-half-populated-ram-swap")
+    ids = [r.change.id for r in changes]
+    assert "rec.decode_bandwidth_host" in ids and not {"rec.decode_bandwidth_1", "rec.decode_bandwidth_quantised", "rec.kv_capacity_2"} & set(ids)

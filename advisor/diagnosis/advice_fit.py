@@ -110,6 +110,13 @@ def previous_release(inputs: DiagnosisInputs) -> str | None:
     return min(older, key=_key) if older else None
 
 
+def experts_in_host_memory(inputs: DiagnosisInputs) -> bool:
+    """KTransformers keeps a MoE's experts in host memory and computes them on the CPUs: decode reads
+    them from DDR, so GPU memory, more GPUs or replicas are not what bounds it (reviewers: 4 of 16
+    Chinese answers called it GPU-memory-bound and offered more GPUs)."""
+    return (inputs.deployment.engine or "").strip().lower() == "ktransformers" or engine_named_in_text(inputs.text) == "KTransformers"
+
+
 def engine_is_vllm(inputs: DiagnosisInputs) -> bool:
     """The engine is vLLM, on whatever accelerator (a vendor plugin such as vllm-ascend keeps vLLM's
     commands, metrics and log lines)."""
@@ -218,6 +225,8 @@ def _reworded(rec: Recommendation, inputs: DiagnosisInputs) -> None:
     if rec.flag == WEIGHT_QUANT_FLAG and (weights_quantised(inputs) or fp8_weights_unsupported(inputs)):
         # already quantised, or no FP8 tensor cores: no flag, and words that do not ask to quantise
         rec.flag, rec.change = None, msg("rec.decode_bandwidth_quantised")
+    if rec.change.id in ("rec.decode_bandwidth_1", "rec.decode_bandwidth_quantised") and experts_in_host_memory(inputs):
+        rec.flag, rec.change = None, msg("rec.decode_bandwidth_host")  # the experts are read from DDR, not from the GPUs
     if rec.change.id == "rec.cpu_frontend_1" and offline_run(inputs):  # no API server to scale out
         rec.flag, rec.change = None, msg("rec.cpu_frontend_offline")
     elif rec.change.id == "rec.cpu_frontend_1" and in_process_engine(inputs):  # the user's own process drives the engine
@@ -265,7 +274,7 @@ def fit_to_deployment(rec: Recommendation, inputs: DiagnosisInputs) -> Recommend
         if _nvlink(inputs, gpu):
             rec.change = msg("rec.tp_comm_replicas")
     if change == "rec.kv_capacity_2":
-        if (highest_concurrency(inputs) or 99) <= 1:
+        if (highest_concurrency(inputs) or 99) <= 1 or experts_in_host_memory(inputs):
             return None  # one request at a time: more replicas serve more requests, not this one faster
         if inputs.engine is not None and inputs.input_len and inputs.input_len + (inputs.output_len or 0) > inputs.engine.memory.kv_cache_tokens:
             return None  # one request does not fit one replica's KV cache: more replicas do not help it
