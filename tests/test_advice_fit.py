@@ -260,3 +260,9 @@ def test_ktransformers_decode_is_bounded_by_host_memory_not_more_gpus():
     changes = _changes("ktransformers-587-epyc-half-populated-ram-swap")
     ids = [r.change.id for r in changes]
     assert "rec.decode_bandwidth_host" in ids and not {"rec.decode_bandwidth_1", "rec.decode_bandwidth_quantised", "rec.kv_capacity_2"} & set(ids)
+
+
+def test_a_transformers_script_at_one_request_is_not_told_batching_is_the_gain():
+    """At one request at a time an engine helps by its kernels, not by batching (3 Chinese answers)."""
+    ids = [r.change.id for r in _changes("glm4-391-glm4v-int4-not-faster")]  # transformers, concurrency 1
+    assert "rec.serve_with_batching" not in ids

@@ -331,7 +331,9 @@ def serve_with_batching(cause: str, inputs: DiagnosisInputs) -> Recommendation |
     first (the maintainers' usual answer in such threads), before any flag of one."""
     if cause not in BATCHING_CAUSES or not transformers_loop(inputs):
         return None
-    return Recommendation(change=msg("rec.serve_with_batching"), flag=f"vllm serve {inputs.deployment.model or 'MODEL'}")
+    # one request at a time: batching is not the gain there, the engine's kernels are
+    change = "rec.serve_with_engine_single" if (highest_concurrency(inputs) or 99) <= 1 else "rec.serve_with_batching"
+    return Recommendation(change=msg(change), flag=f"vllm serve {inputs.deployment.model or 'MODEL'}")
 
 
 def fitted_changes(cause: str, recs: list[Recommendation], inputs: DiagnosisInputs) -> list[Recommendation]:
