@@ -266,3 +266,9 @@ def test_a_transformers_script_at_one_request_is_not_told_batching_is_the_gain()
     """At one request at a time an engine helps by its kernels, not by batching (3 Chinese answers)."""
     ids = [r.change.id for r in _changes("glm4-391-glm4v-int4-not-faster")]  # transformers, concurrency 1
     assert "rec.serve_with_batching" not in ids
+
+
+def test_one_gpu_is_not_told_to_separate_prefill_from_decode():
+    """Disaggregated prefill needs two instances (a reviewer's find); one GPU is told to cap the prefill per step."""
+    ids = [r.change.id for r in _changes("llamacpp-29175-prefill-chunk-blocks-all-slots")]
+    assert "rec.chunked_prefill_cap" in ids and "rec.chunked_prefill_interference_1" not in ids

@@ -207,6 +207,11 @@ def _weights_fit_one_gpu(inputs: DiagnosisInputs, gpu) -> bool | None:
     return float(m.group(1)) * 1e9 * per_param < 0.9 * gpu.memory_bytes
 
 
+def _gpus(inputs: DiagnosisInputs) -> int | None:
+    """The deployment's GPUs: the performance model's, else the case's; None when not given."""
+    return inputs.engine.num_gpus if inputs.engine is not None else inputs.deployment.num_gpus
+
+
 def _nvlink(inputs: DiagnosisInputs, gpu) -> bool:
     if inputs.deployment.interconnect:
         return inputs.deployment.interconnect.lower() == "nvlink"
@@ -268,11 +273,13 @@ def fit_to_deployment(rec: Recommendation, inputs: DiagnosisInputs) -> Recommend
     if flag.startswith("--attention-backend") and ((_sm(gpu) or 8.0) < 7.5 or (args.attention_backend or "").upper() in flag.upper()):
         return None  # FlashInfer needs Turing or newer; or it is the backend already in use
     if change == "rec.tp_comm_1":
-        gpus = inputs.engine.num_gpus if inputs.engine is not None else inputs.deployment.num_gpus
+        gpus = _gpus(inputs)
         if _weights_fit_one_gpu(inputs, gpu) is False or (gpus is not None and gpus < 2):
             return None  # one replica per GPU needs the weights on one GPU, and two GPUs
         if _nvlink(inputs, gpu):
             rec.change = msg("rec.tp_comm_replicas")
+    if change == "rec.chunked_prefill_interference_1" and _gpus(inputs) == 1:
+        return None  # a prefill instance beside a decode instance needs two GPUs at least
     if change == "rec.kv_capacity_2":
         if (highest_concurrency(inputs) or 99) <= 1 or experts_in_host_memory(inputs):
             return None  # one request at a time: more replicas serve more requests, not this one faster
@@ -318,6 +325,7 @@ FALLBACK = {
     "tp_comm": Recommendation(change=msg("rec.tp_comm_link"), flag=None, verify="nvidia-smi topo -m"),
     "kv_capacity": Recommendation(change=msg("rec.kv_capacity_room"), flag=None, verify="grep -E 'GPU KV cache size|Maximum concurrency' SERVER.log"),
     "attention_backend": Recommendation(change=msg("rec.attention_backend_check"), flag=None),
+    "chunked_prefill_interference": Recommendation(change=msg("rec.chunked_prefill_cap"), flag=None),
 }
 
 
