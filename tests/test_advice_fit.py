@@ -272,3 +272,10 @@ def test_one_gpu_is_not_told_to_separate_prefill_from_decode():
     """Disaggregated prefill needs two instances (a reviewer's find); one GPU is told to cap the prefill per step."""
     ids = [r.change.id for r in _changes("llamacpp-29175-prefill-chunk-blocks-all-slots")]
     assert "rec.chunked_prefill_cap" in ids and "rec.chunked_prefill_interference_1" not in ids
+
+
+@pytest.mark.parametrize("case", ["mlxserve-380-json-schema-decode-60x-confounded", "blog-stellersjay-llama-server-parallel-1-agents-queue"])
+def test_apple_silicon_named_or_implied_by_mlx_gets_no_nvidia_tool(case):
+    d = diagnose(gather(profile=CASES / f"{case}.yaml"))  # "an Apple M4 Max" in the notes; gpu "Apple M1 Max"
+    checks = [r.verify or "" for f in d.findings for r in f.recommendations] + [m.command for m in d.missing]
+    assert not any("nvidia-smi" in c for c in checks), checks

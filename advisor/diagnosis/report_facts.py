@@ -134,7 +134,7 @@ PLATFORMS = (
     ("ascend", r"ascend|" + _A + r"910[abc]?\d?" + _Z + r"|vllm-ascend|" + _A + r"npu" + _Z + r"|昇腾"),
     ("gaudi", r"gaudi|" + _A + r"hpu" + _Z),
     ("xpu", _A + r"(xpu|arc\s?a?\d{3}|arc\s?b\d{2})" + _Z + r"|intel arc"),
-    ("apple", _A + r"m[1-4]\s?(pro|max|ultra)?" + _Z + r"(?=.{0,40}(mac|apple|unified memory))|macbook|mac studio|mac mini"),
+    ("apple", _A + r"m[1-5]\s?(pro|max|ultra)?" + _Z + r"(?=.{0,40}(mac|apple|unified memory))|apple[\s-]+m[1-5]" + _Z + r"|macbook|mac studio|mac mini"),
     ("neuron", r"inferentia|trainium|neuron"),
     ("tenstorrent", r"tenstorrent|wormhole|blackhole"),
 )
@@ -145,6 +145,8 @@ def platform_named(inputs: DiagnosisInputs) -> str | None:
     words (None for a GPU of the catalog, or nothing said)."""
     if catalog_gpu(inputs) is not None:
         return None  # a GPU of the catalog (NVIDIA, AMD Instinct): the report's words do not override it
+    if "mlx" in (inputs.deployment.engine or "").lower():
+        return "apple"  # MLX runs on Apple silicon only (mlx-lm, oMLX, mlx-serve, rapid-mlx...)
     where = f"{inputs.deployment.gpu or ''}\n{inputs.text}"
     found = [(m.start(), name) for name, pattern in PLATFORMS if (m := re.search(pattern, where, re.I))]
     return min(found)[1] if found else None
