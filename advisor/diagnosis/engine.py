@@ -78,7 +78,7 @@ def library_case_id(inputs: DiagnosisInputs) -> str | None:
 
 def _learned_order(board: Board, inputs: DiagnosisInputs):
     """Order the causes by the fitted ranker (ranker.py); the board's own order when no weights ship."""
-    from ..schema import CAUSE_IDS, Evidence, SimilarReport
+    from ..schema import Evidence, SimilarReport
     from .ranker import packaged_model, rank, structured_weight, undecided
     from .semantic import embed_text, packaged_index, signals
 
