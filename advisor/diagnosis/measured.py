@@ -128,6 +128,16 @@ def _metrics(inputs: DiagnosisInputs, board: Board) -> None:
                 board.add("queueing", 1.5, m(msg("ev.metric_max", metric="vllm:num_requests_waiting"), float(waiting)))
                 if kv is not None and kv >= 90:
                     board.add("kv_capacity", 1.0, m(msg("ev.waiting_kv_full"), float(waiting)))
+            # vLLM counts the requests that wait for scheduling capacity: KV blocks, unless the running
+            # requests already fill max_num_seqs (that rule is below). Samples of the KV usage can miss
+            # its peaks between steps: a real-vLLM run showed 7 waiting for capacity while every sample
+            # read 0% usage. As direct a count as the preemption counter, and weighed as one.
+            capacity = (eng.get("requests_waiting_for_capacity") or {}).get("max")
+            seqs = inputs.engine_args.max_num_seqs
+            instances = summary.get("instances") or 1  # a fleet window sums running over its instances
+            seqs_full = bool(running and seqs and running >= seqs * instances)
+            if capacity and not seqs_full:
+                board.add("kv_capacity", 3.0, m(msg("ev.metric_max", metric='vllm:num_requests_waiting_by_reason{reason="capacity"}'), float(capacity)))
             if waiting and running and kv and (summary.get("instances") or 1) == 1:
                 _kv_admission(board, m, kv, running, waiting)
             _queue_share(board, m, eng.get("queue_time_s") or {}, eng.get("ttft_s") or {})
@@ -136,9 +146,7 @@ def _metrics(inputs: DiagnosisInputs, board: Board) -> None:
             hit = eng.get("prefix_cache_hit_rate_pct")
             if hit is not None and hit > 30:
                 board.add("prefix_cache", 2.0, m(msg("ev.prefix_hit_rate"), round(hit, 1), "%"))
-            seqs = inputs.engine_args.max_num_seqs
-            instances = summary.get("instances") or 1  # a fleet window sums running over its instances
-            if running and seqs and running >= seqs * instances and waiting:
+            if seqs_full and waiting:
                 detail = msg("detail.at_max_num_seqs", seqs=seqs, instances=instances) if instances > 1 else msg("detail.at_max_num_seqs_one", seqs=seqs)
                 board.add("max_num_seqs_limit", 2.0, m(msg("ev.metric_max", metric="vllm:num_requests_running"), float(running), detail=detail))
 

@@ -1,0 +1,46 @@
+"""vLLM's count of requests waiting for scheduling capacity (`vllm:num_requests_waiting_by_reason`,
+reason "capacity") is KV-capacity evidence measured directly: the sampled KV usage can miss its peaks
+(a real-vLLM run under KV pressure showed 7 requests waiting for capacity while every sample read 0%)."""
+
+from __future__ import annotations
+
+from vllm_advisor.diagnosis.board import Board
+from vllm_advisor.diagnosis.inputs import DiagnosisInputs, gather
+from vllm_advisor.diagnosis.measured import _metrics
+from vllm_advisor.schema import EngineArgs
+
+METRIC = 'vllm:num_requests_waiting_by_reason{reason="capacity"}'
+
+
+def _engine(running: float) -> dict:
+    gauge = lambda top: {"min": 0.0, "mean": top / 2, "max": top, "last": 0.0}  # noqa: E731
+    return {"engine": "0", "kv_cache_usage_pct": gauge(0.0), "requests_running": gauge(running), "requests_waiting": gauge(7.0),
+            "requests_waiting_for_capacity": gauge(7.0), "preemptions": 9.0}
+
+
+def _kv_evidence(running: float, max_num_seqs: int | None) -> list:
+    inputs = DiagnosisInputs()
+    inputs.engine_args = EngineArgs(max_num_seqs=max_num_seqs)
+    inputs.metrics_summaries.append({"engines": [_engine(running)]})
+    board = Board()
+    _metrics(inputs, board)
+    h = board.hypotheses.get("kv_capacity")
+    return [e for e in (h.evidence if h else []) if e.label.args.get("metric") == METRIC]
+
+
+def test_requests_waiting_for_capacity_are_kv_evidence_though_the_samples_read_0_percent():
+    assert _kv_evidence(running=0.0, max_num_seqs=None)
+
+
+def test_not_when_the_running_requests_fill_max_num_seqs():
+    assert not _kv_evidence(running=8.0, max_num_seqs=8)  # then max_num_seqs is the capacity they wait for
+    assert _kv_evidence(running=2.0, max_num_seqs=8)
+
+
+def test_a_real_metrics_dump_under_kv_pressure(fixtures_dir):
+    inputs = gather(question="why is TTFT high?", metrics=[str(fixtures_dir / "vllm-cpu-real" / "metrics" / "E_01_during_bench_in6000_c8_kv-pressure.txt")])
+    from vllm_advisor.diagnosis.engine import diagnose
+
+    findings = diagnose(inputs).findings
+    assert findings[0].cause == "kv_capacity"
+    assert any(e.label.args.get("metric") == METRIC for e in findings[0].evidence)
