@@ -12,16 +12,16 @@ from vllm_advisor.schema import EngineArgs
 METRIC = 'vllm:num_requests_waiting_by_reason{reason="capacity"}'
 
 
-def _engine(running: float) -> dict:
+def _engine(running: float, preemptions: float, kv_max: float) -> dict:
     gauge = lambda top: {"min": 0.0, "mean": top / 2, "max": top, "last": 0.0}  # noqa: E731
-    return {"engine": "0", "kv_cache_usage_pct": gauge(0.0), "requests_running": gauge(running), "requests_waiting": gauge(7.0),
-            "requests_waiting_for_capacity": gauge(7.0), "preemptions": 9.0}
+    return {"engine": "0", "kv_cache_usage_pct": gauge(kv_max), "requests_running": gauge(running), "requests_waiting": gauge(7.0),
+            "requests_waiting_for_capacity": gauge(7.0), "preemptions": preemptions}
 
 
-def _kv_evidence(running: float, max_num_seqs: int | None) -> list:
+def _kv_evidence(running: float, max_num_seqs: int | None, preemptions: float = 9.0, kv_max: float = 0.0) -> list:
     inputs = DiagnosisInputs()
     inputs.engine_args = EngineArgs(max_num_seqs=max_num_seqs)
-    inputs.metrics_summaries.append({"engines": [_engine(running)]})
+    inputs.metrics_summaries.append({"engines": [_engine(running, preemptions, kv_max)]})
     board = Board()
     _metrics(inputs, board)
     h = board.hypotheses.get("kv_capacity")
@@ -30,6 +30,13 @@ def _kv_evidence(running: float, max_num_seqs: int | None) -> list:
 
 def test_requests_waiting_for_capacity_are_kv_evidence_though_the_samples_read_0_percent():
     assert _kv_evidence(running=0.0, max_num_seqs=None)
+
+
+def test_not_when_they_wait_for_the_token_budget():
+    """Long prompts with the cache under half full also wait "for capacity" (the step's token budget,
+    seen in a real-vLLM run): without preemptions or a full cache that is no KV evidence."""
+    assert not _kv_evidence(running=8.0, max_num_seqs=None, preemptions=0.0, kv_max=40.0)
+    assert _kv_evidence(running=8.0, max_num_seqs=None, preemptions=0.0, kv_max=95.0)
 
 
 def test_not_when_the_running_requests_fill_max_num_seqs():

@@ -128,15 +128,17 @@ def _metrics(inputs: DiagnosisInputs, board: Board) -> None:
                 board.add("queueing", 1.5, m(msg("ev.metric_max", metric="vllm:num_requests_waiting"), float(waiting)))
                 if kv is not None and kv >= 90:
                     board.add("kv_capacity", 1.0, m(msg("ev.waiting_kv_full"), float(waiting)))
-            # vLLM counts the requests that wait for scheduling capacity: KV blocks, unless the running
-            # requests already fill max_num_seqs (that rule is below). Samples of the KV usage can miss
-            # its peaks between steps: a real-vLLM run showed 7 waiting for capacity while every sample
-            # read 0% usage. As direct a count as the preemption counter, and weighed as one.
+            # vLLM counts the requests that wait for scheduling capacity: KV blocks, the step's token
+            # budget or max_num_seqs. With preemptions (only a full KV cache preempts) or the KV cache
+            # seen full, and max_num_seqs not the limit, they wait for KV blocks. Samples of the KV usage
+            # can miss its peaks between steps: a real-vLLM run under KV pressure showed 7 waiting for
+            # capacity and 9 preemptions while every sample read 0% usage; a run of long prompts with
+            # the cache under half full also had requests waiting for capacity (the token budget).
             capacity = (eng.get("requests_waiting_for_capacity") or {}).get("max")
             seqs = inputs.engine_args.max_num_seqs
             instances = summary.get("instances") or 1  # a fleet window sums running over its instances
             seqs_full = bool(running and seqs and running >= seqs * instances)
-            if capacity and not seqs_full:
+            if capacity and not seqs_full and (eng.get("preemptions") or (kv is not None and kv >= 90)):
                 board.add("kv_capacity", 3.0, m(msg("ev.metric_max", metric='vllm:num_requests_waiting_by_reason{reason="capacity"}'), float(capacity)))
             if waiting and running and kv and (summary.get("instances") or 1) == 1:
                 _kv_admission(board, m, kv, running, waiting)
