@@ -31,7 +31,7 @@ def test_kv_pressure_is_diagnosed_from_live_metrics(pressure_server, tmp_path):
     out = tmp_path / "kv.jsonl"
     t0 = time.monotonic()
     advisor_json("probe", "bench", pressure_server.base_url, "--input-len", str(INPUT_LEN), "--output-len", str(OUTPUT_LEN),
-                 "--concurrency", "8", "--num-prompts", "10", "-o", str(out))
+                 "--concurrency", "8", "--num-prompts", "10", "--metrics-interval", "0.25", "-o", str(out))
     print(f"probe bench under KV pressure: {time.monotonic() - t0:.1f} s")
     run = load_runs(out)[0]
     assert run.completed == 10 and not run.failed_checks()
@@ -45,9 +45,13 @@ def test_kv_pressure_is_diagnosed_from_live_metrics(pressure_server, tmp_path):
     causes = [f["cause"] for f in data["findings"]]
     assert "kv_capacity" in causes[:3] and "preemption" in causes[:3], causes
     kv = next(f for f in data["findings"] if f["cause"] == "kv_capacity")
-    fits = next(e for e in kv["evidence"] if e["label"]["id"] == "ev.kv_fits_length")
-    # from the live gauges: no room for one more than ran at the peak; 32 usable blocks of 128 tokens
-    # hold 32 / ceil(2064 / 128) = 1.9 requests of this length
-    assert fits["kind"] == "measured" and 1.5 <= fits["value"] <= eng["requests_running"]["max"] + 1  # value rounded to 0.1
+    assert any(e["kind"] == "measured" for e in kv["evidence"]), kv
+    if eng["kv_cache_usage_pct"]["max"] > 0 and eng["requests_running"]["max"] > 0:
+        # from the live gauges, when a sample caught a step with requests running (on a fast host all
+        # samples of a 5 s run can read 0 running and 0% KV while 7 wait for capacity; the waiting-for-
+        # capacity gauge with the preemptions then stands for KV capacity): no room for one more than
+        # ran at the peak; 32 usable blocks of 128 tokens hold 32 / ceil(2064 / 128) = 1.9 requests
+        fits = next(e for e in kv["evidence"] if e["label"]["id"] == "ev.kv_fits_length")
+        assert fits["kind"] == "measured" and 1.5 <= fits["value"] <= eng["requests_running"]["max"] + 1  # value rounded to 0.1
     preempt = next(f for f in data["findings"] if f["cause"] == "preemption")
     assert any(e["value"] == eng["preemptions"] for e in preempt["evidence"])
