@@ -260,3 +260,17 @@ def test_a_finding_without_evidence_quotes_the_users_closest_sentence():
     inputs = gather(profile=case)
     quoted = [e for f in diagnose(inputs).findings for e in f.evidence if e.label.id == "ev.closest_words"]
     assert quoted and all(isinstance(e.value, str) and " ".join(e.value.split()[:3]) in " ".join(inputs.text.split()) for e in quoted)
+
+
+def test_load_table_rows_are_named_in_the_answers_language_and_told_apart():
+    """"run 0" stood in Chinese answers, and two reported "c=1" rows (fp16, AWQ) looked the same."""
+    from vllm_advisor.answer.embedded import render_load_table
+    from vllm_advisor.answer.figures import LoadRow
+
+    rows = [LoadRow(load="run 0", kind="reported", run_index=0, output_tok_s=1012.0), LoadRow(load="run 1", kind="reported", run_index=1, output_tok_s=1160.0)]
+    table = "\n".join(render_load_table(rows, "zh"))
+    assert "第 1 次" in table and "第 2 次" in table and "run" not in table
+    twins = [LoadRow(load="c=1", kind="reported", per_request_tok_s=30.0, ttft_s=1.0), LoadRow(load="c=1", kind="reported", per_request_tok_s=45.0, ttft_s=0.8),
+             LoadRow(load="c=1", kind="model", per_request_tok_s=40.0, ttft_s=0.9)]
+    table = "\n".join(render_load_table(twins, "en"))
+    assert "| c=1 (1) |" in table and "| c=1 (2) |" in table and "| c=1 | [model" in table

@@ -14,6 +14,7 @@ numbered sources that the inline ``[n]`` markers point to.
 from __future__ import annotations
 
 import re
+from dataclasses import replace
 
 from ..messages import cause_name, cause_title, fmt_number, fmt_quantity, normalize_language, render, render_all, tag, text
 from ..schema import Citation, Diagnosis, Evidence, Finding, Msg, Recommendation
@@ -193,7 +194,16 @@ def render_load_table(rows: list[LoadRow], language: str) -> list[str]:
     if len(present) <= 2:
         return []  # labels without a single figure: no table
     lines = ["| " + " | ".join(phrase(language, c) for c in present) + " |", "|" + "---|" * len(present)]
-    for r in rows:
+    labels = [phrase(language, "run_n", n=r.run_index + 1) if r.run_index is not None else r.load for r in rows]
+    # two rows of one load ("c=1" for fp16 and for AWQ) are told apart by their order
+    given = [label for r, label in zip(rows, labels) if r.kind != "model"]  # a prediction shares its run's label
+    repeated = {label for label in given if given.count(label) > 1}
+    seen: dict[str, int] = {}
+    for r, label in zip(rows, labels):
+        if label in repeated and r.kind != "model":
+            seen[label] = seen.get(label, 0) + 1
+            label = f"{label} ({seen[label]})"
+        r = replace(r, load=label)
         if all(getattr(r, a) is None for a in ("per_request_tok_s", "decode_tok_s", "ttft_s", "output_tok_s", "running", "waiting", "preemptions")):
             continue
         source = tag(language, r.kind)

@@ -49,6 +49,9 @@ class LoadRow:
 
     load: str
     kind: str  # measured | reported | model
+    #: the run's number in its file when no load was given (its label is then the writer's, in the
+    #: answer's language: "run 0" stood in Chinese answers)
+    run_index: int | None = None
     per_request_tok_s: float | None = None
     decode_tok_s: float | None = None
     ttft_s: float | None = None
@@ -90,8 +93,10 @@ def load_row(run: BenchmarkRun) -> LoadRow:
     ttft = _mean(run.ttft_ms)
     sv = run.server_view
     running = sv.running_mean if sv else None
+    no_load = run.offered_concurrency is None and run.offered_request_rate is None
     return LoadRow(
         load=run.load_label,
+        run_index=run.index if no_load else None,
         kind=run_kind(run),
         per_request_tok_s=_mean(run.request_output_tok_s),
         decode_tok_s=_mean(run.request_decode_tok_s),
