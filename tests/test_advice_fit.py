@@ -210,18 +210,22 @@ def test_already_runs_reads_every_pair_of_the_flag():
     assert not already_runs("vllm bench serve --max-concurrency 8", args)  # a command, not a setting
 
 
+def _checks(case: str) -> list[str]:
+    """Every check a library report's answer gives: its changes' verify lines and its deciding commands."""
+    d = diagnose(gather(profile=CASES / f"{case}.yaml"))
+    return [r.verify or "" for f in d.findings for r in f.recommendations] + [m.command for m in d.missing]
+
+
 @pytest.mark.parametrize("case", ["sglang-pr13926-pp-disagg-prefill-kv-send-delayed", "lmdeploy-2728-80k-prompt-ttft-a800"])
 def test_no_vllm_command_metric_or_log_line_to_a_user_of_another_engine(case):
     """Reviewers found `vllm bench serve`, `vllm:` PromQL and vLLM's log lines given to SGLang,
     LMDeploy and KTransformers users (11 of 16 Chinese answers)."""
-    d = diagnose(gather(profile=CASES / f"{case}.yaml"))
-    checks = [r.verify or "" for f in d.findings for r in f.recommendations] + [m.command for m in d.missing]
+    checks = _checks(case)
     assert not any("vllm" in c.lower() for c in checks), checks
 
 
 def test_no_nvidia_tool_on_an_amd_gpu_the_catalog_lacks():
-    d = diagnose(gather(profile=CASES / "vllm-8698-mi250-llama31-6-tok-s.yaml"))  # gpu: MI250
-    checks = [r.verify or "" for f in d.findings for r in f.recommendations] + [m.command for m in d.missing]
+    checks = _checks("vllm-8698-mi250-llama31-6-tok-s")  # gpu: MI250
     assert not any("nvidia-smi" in c for c in checks), checks
     seed = diagnose(gather(profile=Path(__file__).resolve().parents[1] / "examples" / "seed-qwen32b-h800-long-input.yaml"))
     assert any("vllm bench serve" in m.command for m in seed.missing)  # on vLLM and NVIDIA they stay
@@ -276,6 +280,5 @@ def test_one_gpu_is_not_told_to_separate_prefill_from_decode():
 
 @pytest.mark.parametrize("case", ["mlxserve-380-json-schema-decode-60x-confounded", "blog-stellersjay-llama-server-parallel-1-agents-queue"])
 def test_apple_silicon_named_or_implied_by_mlx_gets_no_nvidia_tool(case):
-    d = diagnose(gather(profile=CASES / f"{case}.yaml"))  # "an Apple M4 Max" in the notes; gpu "Apple M1 Max"
-    checks = [r.verify or "" for f in d.findings for r in f.recommendations] + [m.command for m in d.missing]
+    checks = _checks(case)  # "an Apple M4 Max" in the notes; gpu "Apple M1 Max"
     assert not any("nvidia-smi" in c for c in checks), checks

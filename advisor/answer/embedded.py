@@ -353,13 +353,14 @@ def _recommendations(diagnosis: Diagnosis) -> list[tuple[Finding, Recommendation
     return out
 
 
-def render_change(diagnosis: Diagnosis, language: str) -> list[str]:
+def render_change(diagnosis: Diagnosis, language: str, recs: list[tuple[Finding, Recommendation]], above: list[Msg]) -> list[str]:
+    """The full answer's changes (``recs``: _recommendations), with the notes they need above them
+    (``above``: notes_above_changes, as in the short answer: before the flags)."""
     p = Punct(language)
-    recs = _recommendations(diagnosis)
     if not recs:
         return [phrase(language, "h_change"), "", phrase(language, "no_recommendations"), ""] if diagnosis.missing else []
     out = [phrase(language, "h_change"), ""]
-    for n in notes_above_changes(diagnosis, [r for _, r in recs]):  # as in the short answer: before the flags
+    for n in above:
         out += [f"_{render(n, language)}_", ""]
     for i, (f, r) in enumerate(recs, start=1):
         change = render(r.change, language).strip()
@@ -506,9 +507,11 @@ def compose(inputs, diagnosis: Diagnosis, sources: list[Citation], language: str
             lines += [phrase(language, "h_figures"), ""] + figures
         if diagnosis.findings:
             lines += render_why(diagnosis, language)
-        lines += render_change(diagnosis, language)
-        above = {render(n, language).strip() for n in notes_above_changes(diagnosis, [r for _, r in _recommendations(diagnosis)])}
-        notes = [n for n in notes if n not in above]  # said once, where it applies
+        recs = _recommendations(diagnosis)
+        above = notes_above_changes(diagnosis, [r for _, r in recs])
+        lines += render_change(diagnosis, language, recs, above)
+        shown = {render(n, language).strip() for n in above}
+        notes = [n for n in notes if n not in shown]  # said once, where it applies
         lines += render_undecided(diagnosis, language)
         lines += render_missing(diagnosis, language)
         lines += render_similar(diagnosis, language)

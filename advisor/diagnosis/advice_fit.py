@@ -296,7 +296,7 @@ def fit_to_deployment(rec: Recommendation, inputs: DiagnosisInputs) -> Recommend
     if change == "rec.prefill_compute_1" and (prefix_caching_on(inputs) or (inputs.input_len is not None and inputs.input_len < 1024)
                                                or (caching_by_default(inputs, release) and not words_say(PREFIX_REUSE_WORDS, inputs))):
         rec.flag = None  # already caching prefixes, or prompts too short for a prefix to matter, or no prefix to reuse
-    if flag == "--kv-cache-dtype auto" and (args.kv_cache_dtype or "auto").lower() == "auto" and not QUANTISED_KV_WORDS.search(inputs.text or ""):
+    if flag == "--kv-cache-dtype auto" and (args.kv_cache_dtype or "auto").lower() == "auto" and not words_say(QUANTISED_KV_WORDS, inputs):
         rec.flag = None  # no quantised KV cache set or named: "auto" is what it runs (bf16 would not add capacity)
     if change == "rec.kv_quant_1" and kv_dtypes_compared(inputs):
         rec.change = msg("rec.kv_quant_compared")  # they measured both: which to keep, and when fp8 pays

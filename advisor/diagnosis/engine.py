@@ -80,14 +80,14 @@ def _learned_order(board: Board, inputs: DiagnosisInputs):
     """Order the causes by the fitted ranker (ranker.py); the board's own order when no weights ship."""
     from ..schema import Evidence, SimilarReport
     from .ranker import packaged_model, rank, structured_weight, undecided
-    from .semantic import embed_text, packaged_index, signals
+    from .semantic import embed_text, packaged_index, sentences, signals
 
     model = packaged_model()
     index = packaged_index()
     if model is None or index is None:
         return board.ranked()[:MAX_FINDINGS], [], []
     text = inputs.text
-    parts = None
+    parts, said = None, sentences(text)  # the sentences embed_text embeds, for the quotes below
     if text.strip():
         vector, parts = embed_text(text)
         sem = signals(vector, index, parts=parts, exclude=library_case_id(inputs))
@@ -108,22 +108,20 @@ def _learned_order(board: Board, inputs: DiagnosisInputs):
         for n in voters[:2]:
             h.evidence.append(Evidence(kind="source", origin="library", label=msg("ev.similar_case", case=n.id), value=round(n.similarity, 2), detail=msg("detail.url", url=n.url)))
         if sem is not None and not h.evidence:
-            h.evidence.append(_closest_words(r.cause, text, parts, index, sem))
+            h.evidence.append(_closest_words(r.cause, said, parts, index, sem))
         h.probability = r.probability
         ranked.append(h)
     similar = [SimilarReport(id=n.id, url=n.url, causes=n.causes, fix=n.fix, similarity=round(n.similarity, 2)) for n in (sem.neighbours if sem else [])[:SIMILAR_SHOWN]]
     return ranked, similar, undecided(order)
 
 
-def _closest_words(cause: str, text: str, parts, index, sem) -> Evidence:
-    """What a finding with no evidence of its own rests on: the user's sentence closest to the cause's
-    symptoms, quoted (a cosine figure meant nothing to the reviewers, "shown as if it were a quote"),
+def _closest_words(cause: str, said: list[str], parts, index, sem) -> Evidence:
+    """What a finding with no evidence of its own rests on: the user's sentence (``said``, whose vectors
+    are ``parts``) closest to the cause's symptoms, quoted (a cosine figure meant nothing to the reviewers, "shown as if it were a quote"),
     or that closeness when the words are one sentence."""
     from ..schema import CAUSE_IDS, Evidence
-    from .semantic import sentences
 
     k = CAUSE_IDS.index(cause)
-    said = sentences(text)
     if parts is not None and len(parts) > 1 and len(said) == len(parts):
         best = int((index.symptom_vectors[index.symptom_causes == k] @ parts.T).max(axis=0).argmax())
         return Evidence(kind="text", origin="question", label=msg("ev.closest_words"), value=" ".join(said[best].split())[:200])
