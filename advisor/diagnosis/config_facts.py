@@ -147,6 +147,11 @@ def _max_num_seqs(inputs: DiagnosisInputs, board: Board, cfg, text: str) -> None
     reported = find_number(inputs.text, r"maximum concurrency for [\d,]+ tokens per request:?\s*([\d.]+)\s*x")
     if reported is None and inputs.engine is not None:
         reported = inputs.engine.memory.max_concurrency
+    if inputs.engine is not None and inputs.input_len and seqs <= inputs.engine.memory.requests_that_fit(inputs.input_len + (inputs.output_len or 0)):
+        # vLLM's "Maximum concurrency" counts requests of max_model_len; with the workload's own
+        # lengths known and max_num_seqs of them fitting, it cannot over-admit (real servers on
+        # their default max_model_len all print a figure below 256)
+        return
     if reported is not None and seqs > reported:
         board.add(
             "max_num_seqs_limit",

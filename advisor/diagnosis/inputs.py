@@ -274,6 +274,8 @@ def gather(
                 setattr(inputs.deployment, key, getattr(from_log, key))
         for key, value in from_log.flags.items():
             inputs.deployment.flags.setdefault(key, value)
+    _counters_beyond_benchmark(inputs)
+    _logs_within_benchmarks(inputs)
     if inputs.case:
         inputs.measured = _observation_runs(inputs.case) + inputs.measured
     inputs.question = question or (inputs.case.question if inputs.case else None)
@@ -284,6 +286,74 @@ def gather(
     if predict:
         _model(inputs, calibrate)
     return inputs
+
+
+#: A /metrics window counting more finished requests than this share of the attached benchmarks' (plus
+#: a few warm-up requests) covers other runs too.
+COUNTER_SPAN_RATIO = 1.5
+COUNTER_SPAN_SLACK = 8
+
+
+def _counters_beyond_benchmark(inputs: DiagnosisInputs) -> None:
+    """Mark /metrics windows whose counters cover more than the attached benchmark runs.
+
+    Why: a /metrics dump saved once after a benchmark counts everything since the server started.
+    The averages drawn from its counters (queue time against TTFT, preemptions) are then the server's
+    history, not the benchmark's: a real vLLM server that first ran 64 clients of 16K-token prompts
+    and then 4 clients showed 85% of TTFT queued in its counters while the 4-client benchmark queued
+    nothing. Gauges (running, waiting, KV usage) are read at the dump's time and stay as they are."""
+    done = sum(run.completed or 0 for run in inputs.measured if run.format != "observations")
+    if not done:
+        return
+    for summary in inputs.metrics_summaries:
+        counted = sum(eng.get("requests_finished_total") or 0 for eng in summary.get("engines", []))
+        if counted > COUNTER_SPAN_RATIO * done + COUNTER_SPAN_SLACK:
+            summary["counters_beyond_benchmark"] = True
+            inputs.set_aside(typed_note("metrics_history", "counters_span", source=summary.get("source") or None, counted=int(counted), done=int(done)))
+
+
+#: vLLM prints a stats line every 10 s about the 10 s before it: a line up to this long after a
+#: benchmark ended still describes it.
+STATS_INTERVAL_S = 10.0
+
+
+def _log_seconds(stamp: str | None) -> float | None:
+    """A vLLM log time ("12-03 22:57:36", no year) as seconds within its year."""
+    from datetime import datetime
+
+    try:
+        t = datetime.strptime(f"2000-{stamp}", "%Y-%m-%d %H:%M:%S") if stamp else None
+    except ValueError:
+        return None
+    return (t - datetime(2000, 1, 1)).total_seconds() if t else None
+
+
+def _logs_within_benchmarks(inputs: DiagnosisInputs) -> None:
+    """Keep only the server log's stats lines written while an attached benchmark ran.
+
+    Why: a server log covers every run since the server started; stats lines of waiting requests from
+    an earlier, heavier run are not evidence about a later, light one. ``vllm bench serve`` stamps its
+    start (local time) and duration; vLLM stamps its lines in the server's local time. Where no stats
+    line falls inside a benchmark's time (another clock, another day, no stamps), the log is read whole."""
+    from datetime import datetime
+
+    windows = []
+    for run in inputs.measured:
+        if run.format == "observations" or not run.date or not run.duration_s:
+            continue
+        try:
+            start = datetime.fromisoformat(run.date)
+        except ValueError:
+            continue
+        begin = _log_seconds(start.strftime("%m-%d %H:%M:%S"))
+        if begin is not None:
+            windows.append((begin, begin + run.duration_s + STATS_INTERVAL_S))
+    if not windows:
+        return
+    for k, log in enumerate(inputs.server_logs):
+        inside = [s for s in log.stats if (t := _log_seconds(s.timestamp)) is not None and any(a <= t <= b for a, b in windows)]
+        if inside and len(inside) < len(log.stats):
+            inputs.server_logs[k] = log.model_copy(update={"stats": inside})
 
 
 #: Deployment fields the user's words may fill (beside the TP flag and the workload).

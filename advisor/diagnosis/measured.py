@@ -142,9 +142,13 @@ def _metrics(inputs: DiagnosisInputs, board: Board) -> None:
                 board.add("kv_capacity", 3.0, m(msg("ev.metric_max", metric='vllm:num_requests_waiting_by_reason{reason="capacity"}'), float(capacity)))
             if waiting and running and kv and (summary.get("instances") or 1) == 1:
                 _kv_admission(board, m, kv, running, waiting)
-            _queue_share(board, m, eng.get("queue_time_s") or {}, eng.get("ttft_s") or {})
+            # counters that also count other runs (inputs._counters_beyond_benchmark): their averages
+            # are the server's history; preemptions still say the KV pool ran out at some time
+            history = bool(summary.get("counters_beyond_benchmark"))
+            if not history:
+                _queue_share(board, m, eng.get("queue_time_s") or {}, eng.get("ttft_s") or {})
             if eng.get("preemptions"):
-                board.add("preemption", 3.0, m(msg("ev.metric_increase", metric="vllm:num_preemptions_total"), float(eng["preemptions"])))
+                board.add("preemption", 1.0 if history else 3.0, m(msg("ev.metric_increase", metric="vllm:num_preemptions_total"), float(eng["preemptions"])))
             hit = eng.get("prefix_cache_hit_rate_pct")
             if hit is not None and hit > 30:
                 board.add("prefix_cache", 2.0, m(msg("ev.prefix_hit_rate"), round(hit, 1), "%"))

@@ -24,6 +24,7 @@ InputNoteCode = Literal[
     "serve_cmd_engine",  # the serve command or the flags are another engine's; mapped to vLLM's
     "flag_dropped",  # a flag of the case file's flags mapping has a bad value
     "workload_bounded",  # a workload value above what the model simulates
+    "metrics_history",  # a /metrics window counting more than the attached benchmarks: its counters read as history
 ]
 
 
@@ -68,6 +69,7 @@ class InputNote(BaseModel):
             "serve_cmd_engine": "",
             "flag_dropped": "flag left out",
             "workload_bounded": "not modelled",
+            "metrics_history": "counters not weighed",
         }[self.code]
         head = " ".join(f"{where} {verb}".split())
         return f"{head}: {self.detail}" if head else self.detail

@@ -24,7 +24,9 @@ import argparse
 import gzip
 import json
 import math
+import re
 import statistics
+from datetime import datetime, timedelta
 from pathlib import Path
 
 import yaml
@@ -62,8 +64,9 @@ def _stats(name: str, xs_s: list[float]) -> dict:
     }
 
 
-def bench_json(point: dict, model: str) -> dict:
-    """The point as ``vllm bench serve --save-result --save-detailed`` writes it."""
+def bench_json(point: dict, model: str, started: datetime) -> dict:
+    """The point as ``vllm bench serve --save-result --save-detailed`` writes it; ``started`` is the
+    point's start in the server's clock (the client ran on the same machine)."""
     spec = point["spec"]
     ok = [r for r in point["requests"] if r.get("ok")]
     duration = point["duration_s"]
@@ -72,7 +75,7 @@ def bench_json(point: dict, model: str) -> dict:
     tpot = [(r["e2e"] - r["ttft"]) / (r["output_tokens"] - 1) for r in ok if r["output_tokens"] > 1]
     rate = spec.get("rate")
     doc = {
-        "date": "20261206-000000",
+        "date": started.strftime("%Y%m%d-%H%M%S"),
         "endpoint_type": "vllm",
         "backend": "vllm",
         "label": None,
@@ -141,12 +144,22 @@ def typed_command(server: dict, model: str) -> str:
     return " ".join(["vllm", "serve", model, *kept])
 
 
+def gpu_name(results: dict) -> str:
+    """The catalog name of the GPU the run had (nvidia-smi's, e.g. "NVIDIA H100 80GB HBM3" -> H100);
+    the harness's own field says H200 whatever ran."""
+    smi = results.get("env", {}).get("nvidia-smi", "")
+    m = re.search(r"\b(H100|H200|H800|H20|A100|L40S)\b", smi)
+    return m.group(1) if m else results["gpu"]
+
+
 def write_point(results: dict, point: dict, metrics: str | None, log: str, out: Path, question: str) -> Path:
     model = results["catalog_model"]
     spec = point["spec"]
     folder = out / f"{results['plan']['name']}--{point['id']}"
     folder.mkdir(parents=True, exist_ok=True)
-    (folder / "bench.json").write_text(json.dumps(bench_json(point, model)))
+    harness_start = datetime.strptime(results["env"]["utc"], "%Y-%m-%dT%H:%M:%SZ")
+    started = harness_start + timedelta(seconds=point.get("t_start_s") or 0.0)
+    (folder / "bench.json").write_text(json.dumps(bench_json(point, model, started)))
     attachments = ["bench.json", "server.log"]
     (folder / "server.log").write_text(log)
     if metrics:
@@ -165,7 +178,7 @@ def write_point(results: dict, point: dict, metrics: str | None, log: str, out: 
             "engine": "vllm",
             "vllm_version": results.get("env", {}).get("vllm", "0.26.0"),
             "model": model,
-            "gpu": results["gpu"],
+            "gpu": gpu_name(results),
             "num_gpus": 1,
             "serve_command": typed_command(results["server"], model),
         },

@@ -1,0 +1,72 @@
+"""A /metrics dump saved after several benchmarks counts them all: its averages are not one run's.
+
+Real data: the H200 vLLM 0.26.0 server of benchmarks/gpu/runs (issue 18) that ran 64 clients of 16K-token
+prompts (requests queued for KV blocks), then 128 clients of 1K, then 4 clients of 4K. Each point's
+folder is written as a user of ``vllm bench serve`` would hand it over (planted_artifacts.py): the
+point's benchmark file, the /metrics text right after it, the server's log.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+from vllm_advisor.diagnosis.board import Board
+from vllm_advisor.diagnosis.inputs import gather
+from vllm_advisor.diagnosis.measured import detect_measured
+
+REPO = Path(__file__).resolve().parents[1]
+RUN = REPO / "benchmarks" / "gpu" / "runs" / "2026-12-03-h200-vllm0.26" / "llama8b-b8192-kvfull"
+sys.path.insert(0, str(REPO / "benchmarks" / "gpu"))
+
+
+@pytest.fixture(scope="module")
+def folders(tmp_path_factory) -> dict[str, Path]:
+    import gzip
+    import json
+
+    import planted_artifacts
+
+    out = tmp_path_factory.mktemp("points")
+    with gzip.open(RUN / "results.json.gz", "rt") as fh:
+        results = json.load(fh)
+    with gzip.open(RUN / "server.log.gz", "rt") as fh:
+        log = fh.read()
+    snaps = planted_artifacts.snapshots(RUN)
+    return {p["id"]: planted_artifacts.write_point(results, p, snaps[p["id"]], log, out, planted_artifacts.QUESTION) for p in results["points"]}
+
+
+def _board(folder: Path) -> tuple[Board, object]:
+    inputs = gather(profile=folder / "case.yaml", predict=False)
+    board = Board()
+    detect_measured(inputs, board)
+    return board, inputs
+
+
+def _labels(board: Board, cause: str) -> set[str]:
+    h = board.hypotheses.get(cause)
+    return {e.label.id for e in h.evidence} if h else set()
+
+
+def test_a_later_small_benchmark_is_not_read_as_queued(folders) -> None:
+    # the 4-client run (12 requests) after 352 others: its dump's TTFT is 85% queue time, the run's is not
+    board, inputs = _board(folders["c4-in4k"])
+    notes = [n for n in inputs.skipped if n.code == "metrics_history"]
+    assert len(notes) == 1 and notes[0].reason_args["done"] == 12 and notes[0].reason_args["counted"] > 300
+    assert "ev.queue_share" not in _labels(board, "queueing")
+
+
+def test_the_first_benchmark_keeps_its_counters(folders) -> None:
+    # the first run's dump counts its 96 requests and the 3 warm-up ones: its own queue time
+    board, inputs = _board(folders["c64-in16k"])
+    assert not [n for n in inputs.skipped if n.code == "metrics_history"]
+    assert "ev.queue_share" in _labels(board, "queueing")
+
+
+def test_the_note_is_worded_in_chinese(folders, tmp_path) -> None:
+    from vllm_advisor.messages import text
+
+    line = text("zh", "input.reason.counters_span", counted=367, done=12)
+    assert "367" in line and "12" in line and "queue" not in line
