@@ -70,3 +70,31 @@ def test_the_note_is_worded_in_chinese(folders, tmp_path) -> None:
 
     line = text("zh", "input.reason.counters_span", counted=367, done=12)
     assert "367" in line and "12" in line and "queue" not in line
+
+
+def test_the_server_log_is_read_while_the_benchmark_ran(folders) -> None:
+    # the log holds the stats lines of all three runs; the 4-client run lasted 6 s from 22:58:50
+    from vllm_advisor.probe.serverlog import parse_server_log
+
+    whole = parse_server_log(folders["c4-in4k"] / "server.log")
+    _, inputs = _board(folders["c4-in4k"])
+    kept = inputs.server_logs[0].stats
+    assert len(whole.stats) == 9 and 1 <= len(kept) <= 2
+    assert all(s.timestamp.startswith("12-03 22:5") for s in kept) and not any(s.waiting for s in kept)
+    board, _ = _board(folders["c4-in4k"])
+    assert "ev.stats_waiting" not in _labels(board, "queueing")
+
+
+def test_a_log_of_another_clock_is_read_whole(folders, tmp_path) -> None:
+    import json
+    import shutil
+
+    folder = tmp_path / "shifted"
+    shutil.copytree(folders["c64-in16k"], folder)
+    bench = json.loads((folder / "bench.json").read_text())
+    bench["date"] = "20261203-100000"  # the client's clock 13 hours off the server's
+    (folder / "bench.json").write_text(json.dumps(bench))
+    _, inputs = _board(folder)
+    from vllm_advisor.probe.serverlog import parse_server_log
+
+    assert len(inputs.server_logs[0].stats) == len(parse_server_log(folder / "server.log").stats)
