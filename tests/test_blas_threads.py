@@ -20,7 +20,10 @@ def test_one_thread_gives_the_default_threads_numbers_on_real_vectors():
     with blas_threads.one_blas_thread():
         limited = [stored @ q for q in queries]
         limited_block = stored @ queries.T
-    assert all(np.array_equal(a, b) for a, b in zip(default, limited))  # one query at a time: bit for bit
+    # one query at a time: the same numbers to float32 rounding and the same order (bit for bit on 859
+    # reports; with 902 OpenBLAS split a product differently, 1e-7 apart)
+    assert all(np.allclose(a, b, rtol=0, atol=1e-6) for a, b in zip(default, limited))
+    assert all(np.array_equal(np.argsort(-a, kind="stable")[:20], np.argsort(-b, kind="stable")[:20]) for a, b in zip(default, limited))
     # a block of queries may be split differently over threads (AMD EPYC's OpenBLAS: 4e-7 apart):
     # the same numbers to float32 rounding, and the same nearest 20 for every query (a tie deep in the
     # tail, 0.1600954 against 0.1600953, may swap)

@@ -301,10 +301,12 @@ def at_work(f: Finding) -> bool:
     return f.confidence >= LIKELY or computed(f)
 
 
-def likeliest(f: Finding, language: str, *, hedged: bool = False) -> str:
+def likeliest(f: Finding, language: str, *, hedged: bool = False, first: bool = True) -> str:
     """The words that open a finding under one half (or ``hedged``: only the question points to it):
-    the likeliest cause at its confidence, not an established one ("" otherwise)."""
-    return phrase(language, "likeliest", pct=f"{round(100 * f.confidence)}%") if f.confidence < LIKELY or hedged else ""
+    the likeliest cause at its confidence, not an established one ("" otherwise); a finding after
+    the first is "also possible", not the likeliest."""
+    key = "likeliest" if first else "also_possible"
+    return phrase(language, key, pct=f"{round(100 * f.confidence)}%") if f.confidence < LIKELY or hedged else ""
 
 
 def others_lines(others: list[Finding], language: str, label) -> list[str]:
@@ -576,7 +578,8 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
             # only the question points to it: never stated as established; already weighed in the verdict: not twice
             unshown = asked and reply.verdict.id.startswith("verdict.unshown")
             if f.cause not in explained or unshown:
-                opener = "" if asked and reply.verdict.id == "verdict.possibly" else likeliest(f, language, hedged=unshown)
+                first = f is reply.findings[0]
+                opener = "" if asked and reply.verdict.id == "verdict.possibly" else likeliest(f, language, hedged=unshown, first=first)
                 out += [f"{opener}**{cause_title(language, f.cause)}**{p.stop}" + ("" if reply.reasons else markers(cited)), ""]
                 continue
             for r in [r for r in pending if r in f.reasons]:

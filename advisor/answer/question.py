@@ -212,8 +212,26 @@ def question_verdict(question: str | None, diagnosis: Diagnosis) -> tuple[str | 
     asked = asked_causes(question)
     said = verdict(asked, diagnosis)
     if said is None and (kind := asked_expectation(question)) is not None:
-        return None, expectation_verdict(kind, diagnosis)
-    return (asked.causes[0] if said is not None else None), said
+        said = expectation_verdict(kind, diagnosis)
+        return None, said if said is not None else agreement_verdict(diagnosis)
+    if said is None:
+        return None, agreement_verdict(diagnosis)
+    return asked.causes[0], said
+
+
+def agreement_verdict(diagnosis: Diagnosis) -> Msg | None:
+    """"The measurements are what the model predicts for these settings" when they agree
+    (diagnosis/agreement.py) and no finding is likely: a server whose settings hold nothing back
+    gets that, with the figures side by side, before the weak candidates."""
+    a = diagnosis.agreement
+    if a is None or (diagnosis.findings and diagnosis.findings[0].confidence >= 0.5):
+        return None
+    from ..schema.message import msg, q
+
+    args = dict(load=a.load, measured=q(a.measured_tok_s, "tok/s"), predicted=q(a.predicted_tok_s, "tok/s"))
+    if a.measured_tpot_ms and a.predicted_tpot_ms:
+        return msg("verdict.matches_model_tpot", **args, tpot_measured=q(a.measured_tpot_ms, "ms"), tpot_predicted=q(a.predicted_tpot_ms, "ms"))
+    return msg("verdict.matches_model", **args)
 
 
 #: "Is this normal / expected?", "这正常吗？", "符合预期吗" — and "Is my configuration wrong?", "是我哪里没配好吗？",
@@ -367,6 +385,16 @@ def direct_reply(question: str | None, diagnosis: Diagnosis) -> Reply:
     if not used and diagnosis.findings:
         top = diagnosis.findings[0]
         reasons, used = list(top.reasons[:2]), [top]
+    elif diagnosis.findings and diagnosis.findings[0] not in used and diagnosis.findings[0].reasons and computed(diagnosis.findings[0]):
+        # the first finding, computed for this deployment, opens the reply even when the question's
+        # topic picked a lower one: a real H200 run at 32 clients opened with queueing at 5% while
+        # the prefill-chunk stall it ranked first (83%) stood only in "also contributing"
+        # first when the topic's findings have no reason of their own to give (titles only), else after them
+        top = diagnosis.findings[0]
+        explained = any(r in f.reasons for f in used for r in reasons)
+        at = len(used) if explained else 0
+        reasons.insert(len(reasons) if explained else 0, top.reasons[0])
+        used.insert(at, top)
     figures: list[Evidence] = []
     for f in used:
         for e in f.evidence:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import re
 
 from ..perf.defaults import parse_version
@@ -10,6 +11,7 @@ from ..schema import Evidence
 from ..schema.message import msg, q
 from .board import Board
 from .inputs import DiagnosisInputs
+from .report_facts import offline_run
 from .text_cues import find_number, params_from_name
 
 #: GPU names that mean PCIe cards when the catalog does not know the GPU (whole words only).
@@ -122,7 +124,9 @@ def _batched_tokens(inputs: DiagnosisInputs, board: Board, cfg, text: str) -> No
     inp = inputs.input_len
     if budget and inp and budget < inp and _chunked_prefill_on(inputs):
         chunks = -(-inp // budget)
-        offline = any(w in text for w in ("offline", "throughput", "benchmark_throughput"))
+        # offline by its words or its script, not by the word "throughput": a served benchmark of
+        # long prompts asks about throughput too (real vLLM bench serve runs read as offline)
+        offline = offline_run(inputs) or any(w in text for w in ("offline", "benchmark_throughput", "离线"))
         board.add(
             "batched_tokens_limit",
             3.0 if offline else 2.0,
@@ -147,10 +151,12 @@ def _max_num_seqs(inputs: DiagnosisInputs, board: Board, cfg, text: str) -> None
     reported = find_number(inputs.text, r"maximum concurrency for [\d,]+ tokens per request:?\s*([\d.]+)\s*x")
     if reported is None and inputs.engine is not None:
         reported = inputs.engine.memory.max_concurrency
-    if inputs.engine is not None and inputs.input_len and seqs <= inputs.engine.memory.requests_that_fit(inputs.input_len + (inputs.output_len or 0)):
+    admitted = min(seqs, _offered_clients(inputs) or seqs)
+    if inputs.engine is not None and inputs.input_len and admitted <= inputs.engine.memory.requests_that_fit(inputs.input_len + (inputs.output_len or 0)):
         # vLLM's "Maximum concurrency" counts requests of max_model_len; with the workload's own
-        # lengths known and max_num_seqs of them fitting, it cannot over-admit (real servers on
-        # their default max_model_len all print a figure below 256)
+        # lengths known and as many of them as can be admitted (max_num_seqs, or fewer clients)
+        # fitting, it cannot over-admit (real servers on their default max_model_len all print a
+        # figure below 256)
         return
     if reported is not None and seqs > reported:
         board.add(
@@ -167,6 +173,9 @@ def _offered_clients(inputs: DiagnosisInputs) -> int | None:
     """The most concurrent clients the user reports or measured (workload, observations, runs)."""
     counts = [o.concurrency for o in inputs.observations if o.concurrency]
     counts += [r.offered_concurrency for r in inputs.measured if r.offered_concurrency]
+    # a burst (every request sent at once) has all its requests in flight
+    counts += [r.num_prompts or r.completed for r in inputs.measured if not r.offered_concurrency and r.offered_request_rate is not None
+               and math.isinf(r.offered_request_rate) and (r.num_prompts or r.completed)]
     if inputs.case is not None and inputs.case.workload.concurrency:
         counts.append(inputs.case.workload.concurrency)
     return int(max(counts)) if counts else None

@@ -32,6 +32,8 @@ MODELLED_EFFECT = 2.0
 
 
 def diagnose(inputs: DiagnosisInputs, *, with_effects: bool = True) -> Diagnosis:
+    from .agreement import model_agreement
+
     board = Board()
     for detector in DETECTORS:
         detector(inputs, board)
@@ -53,6 +55,7 @@ def diagnose(inputs: DiagnosisInputs, *, with_effects: bool = True) -> Diagnosis
         facts=_facts(inputs),
         notes=diagnosis_notes(inputs),
         language=inputs.language,
+        agreement=model_agreement(inputs),
     )
 
 

@@ -558,7 +558,7 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
         if run.offered_concurrency:
             p = LoadPoint(concurrency=run.offered_concurrency)
         elif run.offered_request_rate is not None:
-            p = LoadPoint(request_rate=run.offered_request_rate)
+            p = LoadPoint(request_rate=run.offered_request_rate, num_prompts=run.num_prompts or run.completed)
         else:
             continue
         if p not in points:
@@ -639,10 +639,17 @@ def _within_budget(inputs: DiagnosisInputs, points: list) -> list:
     return kept
 
 
+#: Most requests of a measured open stream simulated (its own count up to this).
+MAX_OPEN_PROMPTS = 1000
+
+
 def diagnosis_prompts(point) -> int:
     """Requests simulated per load point for a diagnosis: two rounds of the clients reach the steady
-    state the figures describe (the estimate command uses three); an open stream gets 200."""
-    return max(8, 2 * point.concurrency) if point.concurrency else 200
+    state the figures describe (the estimate command uses three); an open stream gets as many as
+    its measured run sent (a burst of 64 sent at once is not one of 200), else 200."""
+    if point.concurrency:
+        return max(8, 2 * point.concurrency)
+    return min(point.num_prompts, MAX_OPEN_PROMPTS) if getattr(point, "num_prompts", None) else 200
 
 
 def ceiling_efficiency(base):

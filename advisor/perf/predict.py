@@ -151,6 +151,9 @@ def build_engine_model(
 class LoadPoint:
     concurrency: int | None = None
     request_rate: float | None = None
+    #: requests the measured run sent, where one was measured: an open stream's figures depend on
+    #: it (64 requests sent at once wait far less than 200)
+    num_prompts: int | None = None
 
     @property
     def label(self) -> str:

@@ -106,6 +106,20 @@ class Fact(BaseModel):
     basis: str = "config"
 
 
+class ModelAgreement(BaseModel):
+    """Measured load points that agree with the performance model's uncalibrated prediction for the
+    deployment (diagnosis/agreement.py): the first one's figures, and how many agreed."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    load: str
+    measured_tok_s: float
+    predicted_tok_s: float
+    measured_tpot_ms: float | None = None
+    predicted_tpot_ms: float | None = None
+    points: int = 1
+
+
 class Diagnosis(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -116,10 +130,13 @@ class Diagnosis(BaseModel):
     facts: list[Fact] = Field(default_factory=list)
     notes: list[Msg] = Field(default_factory=list)
     language: str = "en"
+    #: the measured figures agree with the model's prediction for this deployment (None: not measured,
+    #: not modelled, or they disagree)
+    agreement: ModelAgreement | None = None
 
     @property
     def causes(self) -> list[str]:
         return [f.cause for f in self.findings]
 
 
-__all__ = ["Citation", "Diagnosis", "Evidence", "Fact", "Finding", "MissingMeasurement", "Msg", "Quantity", "Recommendation", "SimilarReport"]
+__all__ = ["Citation", "Diagnosis", "Evidence", "Fact", "Finding", "MissingMeasurement", "ModelAgreement", "Msg", "Quantity", "Recommendation", "SimilarReport"]

@@ -1,9 +1,13 @@
-"""A /metrics dump saved after several benchmarks counts them all: its averages are not one run's.
+"""The diagnosis of real vLLM runs handed over as a user would: benchmark file, /metrics text, server log.
 
-Real data: the H200 vLLM 0.26.0 server of benchmarks/gpu/runs (issue 18) that ran 64 clients of 16K-token
-prompts (requests queued for KV blocks), then 128 clients of 1K, then 4 clients of 4K. Each point's
-folder is written as a user of ``vllm bench serve`` would hand it over (planted_artifacts.py): the
-point's benchmark file, the /metrics text right after it, the server's log.
+Real data: the H200 vLLM 0.26.0 servers of benchmarks/gpu/runs (issue 18). One ran 64 clients of 16K-token
+prompts (requests queued for KV blocks), then 128 clients of 1K, then 4 clients of 4K; another sent 8
+prompts of 32K tokens at once. Each point's folder is written as a user of ``vllm bench serve`` would hand
+it over (planted_artifacts.py): the point's benchmark file, the /metrics text right after it, the
+server's log. Found with them: a /metrics dump saved after several benchmarks counts them all (its
+averages are not one run's), a log covers every run, a server at its defaults got "likeliest cause
+(8%)" instead of "this is what the model predicts", and "throughput" in a served user's question made
+the run offline.
 """
 
 from __future__ import annotations
@@ -98,3 +102,51 @@ def test_a_log_of_another_clock_is_read_whole(folders, tmp_path) -> None:
     from vllm_advisor.probe.serverlog import parse_server_log
 
     assert len(inputs.server_logs[0].stats) == len(parse_server_log(folder / "server.log").stats)
+
+
+def test_a_server_at_its_defaults_is_told_its_speed_is_what_the_model_predicts(folders) -> None:
+    # the 4-client run: every finding weak; the measured throughput and TPOT are close to the model's
+    from vllm_advisor.answer.question import question_verdict
+    from vllm_advisor.diagnosis.engine import diagnose
+
+    inputs = gather(profile=folders["c4-in4k"] / "case.yaml")
+    diagnosis = diagnose(inputs, with_effects=False)
+    a = diagnosis.agreement
+    assert a is not None and a.load == "c=4" and abs(a.measured_tok_s / a.predicted_tok_s - 1) <= 0.25
+    _, said = question_verdict(inputs.question, diagnosis)
+    assert said is not None and said.id.startswith("verdict.matches_model")
+
+
+def test_a_server_out_of_kv_gets_no_such_verdict(folders) -> None:
+    # 64 clients of 16K-token prompts: the KV-capacity finding is likely; no "this is what the model predicts"
+    from vllm_advisor.answer.question import question_verdict
+    from vllm_advisor.diagnosis.engine import diagnose
+
+    inputs = gather(profile=folders["c64-in16k"] / "case.yaml")
+    diagnosis = diagnose(inputs, with_effects=False)
+    assert diagnosis.findings[0].cause == "kv_capacity" and diagnosis.findings[0].confidence >= 0.5
+    _, said = question_verdict(inputs.question, diagnosis)
+    assert said is None or not said.id.startswith("verdict.matches_model")
+
+
+def test_a_served_burst_asking_about_throughput_is_not_read_as_offline(tmp_path) -> None:
+    # 8 prompts of 32K tokens sent at once to a served vLLM (budget 2,048): the word "throughput" in
+    # the question made it an offline run ("chunked prefill costs offline throughput")
+    import gzip
+    import json
+
+    import planted_artifacts
+
+    from vllm_advisor.diagnosis.config_facts import detect_config
+
+    run = RUN.parent / "llama8b-b2048"
+    with gzip.open(run / "results.json.gz", "rt") as fh:
+        results = json.load(fh)
+    point = next(p for p in results["points"] if p["id"] == "burst8-in32k")
+    folder = planted_artifacts.write_point(results, point, None, "", tmp_path, planted_artifacts.QUESTION)
+    inputs = gather(profile=folder / "case.yaml", predict=False)
+    board = Board()
+    detect_config(inputs, board)
+    assert "throughput" in inputs.question.lower()
+    assert "ev.offline_benchmark" not in _labels(board, "benchmark_methodology")
+    assert [r.id for r in board.hypotheses["batched_tokens_limit"].reasons] == ["reason.batched_chunks_ttft"]

@@ -1,0 +1,52 @@
+"""Do the user's measurements agree with what the performance model predicts for their deployment?
+
+Why: on a server whose settings hold nothing back, every finding is weak and the answer used to open
+with "Likeliest cause (8%)" and a change for it. A real vLLM server on an H200 at its default settings
+(issue 18's runs) measured what the model predicts within a few per cent; the useful reply is that
+this speed is what the GPU does with this model, load and these settings, with the measured and
+predicted figures side by side. Only uncalibrated predictions count: a prediction fitted to the same
+figures would agree by construction.
+"""
+
+from __future__ import annotations
+
+from ..schema import BenchmarkRun
+from ..schema.finding import ModelAgreement
+from .inputs import DiagnosisInputs
+
+#: Measured within this share of the prediction counts as agreeing (the model's held-out median error
+#: on real vLLM is 3-9% per figure, its worst points 20-90%: benchmarks/RESULTS.md, issue 18).
+AGREE_WITHIN = 0.25
+
+
+def _close(measured: float | None, predicted: float | None) -> bool | None:
+    if not measured or not predicted:
+        return None
+    return abs(measured / predicted - 1.0) <= AGREE_WITHIN
+
+
+def _tpot(run: BenchmarkRun) -> float | None:
+    return run.tpot_ms.mean if run.tpot_ms is not None and run.tpot_ms.mean else None
+
+
+def model_agreement(inputs: DiagnosisInputs) -> ModelAgreement | None:
+    """The first measured load point (a benchmark file, not words) whose uncalibrated prediction
+    agrees on the server's output throughput and, where both give it, on TPOT; None when no measured
+    point has a prediction or one of them disagrees."""
+    predicted = {r.load_label: r for r in inputs.predicted if not r.calibrated and not r.ceiling}
+    pairs = [(m, predicted.get(m.load_label)) for m in inputs.measured if m.format != "observations"]
+    pairs = [(m, p) for m, p in pairs if p is not None and m.output_throughput_tok_s and p.output_throughput_tok_s]
+    if not pairs:
+        return None
+    for m, p in pairs:
+        if not _close(m.output_throughput_tok_s, p.output_throughput_tok_s) or _close(_tpot(m), _tpot(p)) is False:
+            return None
+    m, p = pairs[0]
+    return ModelAgreement(
+        load=m.load_label,
+        measured_tok_s=round(m.output_throughput_tok_s, 1),
+        predicted_tok_s=round(p.output_throughput_tok_s, 1),
+        measured_tpot_ms=round(_tpot(m), 2) if _tpot(m) else None,
+        predicted_tpot_ms=round(_tpot(p), 2) if _tpot(p) else None,
+        points=len(pairs),
+    )
