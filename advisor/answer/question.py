@@ -347,6 +347,14 @@ def computed(f: Finding) -> bool:
     return any(e.kind in ("model", "measured") and e.value is not None for e in f.evidence)
 
 
+def _same_figure(a: Evidence, b: Evidence) -> bool:
+    """One figure given twice (the setting in the serve command and the server log's "True")."""
+    def norm(v):
+        return v.strip().lower() if isinstance(v, str) else v
+
+    return (norm(a.value), a.unit) == (norm(b.value), b.unit)
+
+
 def direct_reply(question: str | None, diagnosis: Diagnosis) -> Reply:
     """Pick from the findings what answers ``question``; the top finding when the question names
     no topic (or none of its reasons was found).
@@ -398,7 +406,7 @@ def direct_reply(question: str | None, diagnosis: Diagnosis) -> Reply:
     figures: list[Evidence] = []
     for f in used:
         for e in f.evidence:
-            if e.value is None or e.kind in ("text", "source") or any((e.value, e.unit) == (x.value, x.unit) for x in figures):
+            if e.value is None or e.kind in ("text", "source") or any(_same_figure(e, x) for x in figures):
                 continue
             figures.append(e)
     cause, said = question_verdict(question, diagnosis)
