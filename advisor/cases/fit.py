@@ -29,7 +29,7 @@ from .library import LibraryCase, load_dev_cases, load_library
 REPO = Path(__file__).resolve().parents[2]
 SHARED_DEV = REPO.parent / "shared" / "cases" / "dev"
 #: Bump when the detectors or the board change, so cached evidence is recomputed.
-EVIDENCE_VERSION = 17
+EVIDENCE_VERSION = 18
 C_REGULARISATION = 0.5
 #: The word model's regularisation (words.py): chosen by repeated CV on the fitting part
 #: (benchmarks/ranker_cv.py, RESULTS.md "Feature work on the fitting part (session 3)").
@@ -51,6 +51,7 @@ class CaseEvidence:
     text: str
     by_kind: dict[str, dict[str, float]]  # cause -> kind -> weight
     error: str | None = None
+    excluded: list[str] = field(default_factory=list)  # causes the deployment's facts rule out
     vector: np.ndarray | None = field(default=None, repr=False)
     parts: np.ndarray | None = field(default=None, repr=False)
 
@@ -83,7 +84,7 @@ def collect_evidence(item: LibraryCase) -> CaseEvidence:
         except AdvisorError as exc:
             error = exc.one_line()
     by_kind = {c: dict(h.by_kind) for c, h in board.hypotheses.items() if h.score > 0}
-    return CaseEvidence(item.id, text, by_kind, error)
+    return CaseEvidence(item.id, text, by_kind, error, sorted(board.excluded))
 
 
 def _cache_key(item: LibraryCase) -> str:
@@ -112,12 +113,12 @@ def evidence_for(cases: list[LibraryCase], cache_dir: Path | None, progress=None
         cached = cache_dir / f"{_cache_key(item)}.json" if cache_dir else None
         if cached and cached.is_file():
             raw = json.loads(cached.read_text())
-            ev = CaseEvidence(raw["id"], raw["text"], raw["by_kind"], raw.get("error"))
+            ev = CaseEvidence(raw["id"], raw["text"], raw["by_kind"], raw.get("error"), raw.get("excluded", []))
         else:
             ev = collect_evidence(item)
             if cached:
                 cached.parent.mkdir(parents=True, exist_ok=True)
-                cached.write_text(json.dumps({"id": ev.id, "text": ev.text, "by_kind": ev.by_kind, "error": ev.error}))
+                cached.write_text(json.dumps({"id": ev.id, "text": ev.text, "by_kind": ev.by_kind, "error": ev.error, "excluded": ev.excluded}))
         out.append(ev)
         if progress:
             progress(n, len(cases), item.id)
@@ -132,6 +133,8 @@ def board_of(ev: CaseEvidence):
         h = board.get(cause)
         h.by_kind = dict(kinds)
         h.score = sum(kinds.values())
+    for cause in ev.excluded:
+        board.exclude(cause)
     return board
 
 

@@ -46,6 +46,12 @@ class Hypothesis:
 class Board:
     def __init__(self) -> None:
         self.hypotheses: dict[str, Hypothesis] = {}
+        #: causes the deployment's own facts rule out (tensor-parallel communication on one GPU):
+        #: never ranked, whatever the words or similar reports suggest
+        self.excluded: set[str] = set()
+
+    def exclude(self, cause: str) -> None:
+        self.excluded.add(cause)
 
     def get(self, cause: str) -> Hypothesis:
         return self.hypotheses.setdefault(cause, Hypothesis(cause))

@@ -52,6 +52,16 @@ def detect_config(inputs: DiagnosisInputs, board: Board) -> None:
     _max_num_seqs_below_clients(inputs, board, cfg)
     _rocm_attention(inputs, board, cfg)
     _small_model(inputs, board)
+    if one_gpu(inputs):
+        board.exclude("tp_comm")  # no GPU-to-GPU traffic to limit anything
+
+
+def one_gpu(inputs: DiagnosisInputs) -> bool:
+    """The deployment runs on exactly one GPU (given, or said in the words) with no parallel size
+    above 1: tensor-parallel communication cannot be its cause (none of the 328 library reports on
+    one GPU has it established)."""
+    args = inputs.engine_args
+    return inputs.deployment.num_gpus == 1 and all((getattr(args, k) or 1) <= 1 for k in ("tensor_parallel_size", "pipeline_parallel_size", "data_parallel_size"))
 
 
 def _tensor_parallel(inputs: DiagnosisInputs, board: Board, cfg) -> None:

@@ -88,7 +88,7 @@ def _learned_order(board: Board, inputs: DiagnosisInputs):
     model = packaged_model()
     index = packaged_index()
     if model is None or index is None:
-        return board.ranked()[:MAX_FINDINGS], [], []
+        return [h for h in board.ranked() if h.cause not in board.excluded][:MAX_FINDINGS], [], []
     text = inputs.text
     parts, said = None, sentences(text)  # the sentences embed_text embeds, for the quotes below
     if text.strip():
@@ -99,6 +99,8 @@ def _learned_order(board: Board, inputs: DiagnosisInputs):
     order = rank(board, sem, model, text)
     ranked: list[Hypothesis] = []
     for r in order:
+        if r.cause in board.excluded:  # ruled out by the deployment's facts (config_facts.one_gpu)
+            continue
         if len(ranked) >= MAX_FINDINGS and structured_weight(board, r.cause) < MODELLED_EFFECT:
             continue
         has_evidence = r.cause in board.hypotheses and board.hypotheses[r.cause].score > 0
