@@ -229,6 +229,10 @@ def agreement_verdict(diagnosis: Diagnosis) -> Msg | None:
     from ..schema.message import msg, q
 
     args = dict(load=a.load, measured=q(a.measured_tok_s, "tok/s"), predicted=q(a.predicted_tok_s, "tok/s"))
+    top = diagnosis.findings[0] if diagnosis.findings else None
+    if top is not None and CAUSE_KIND.get(top.cause) == "setting" and any(e.kind == "config" for e in top.evidence):
+        # the model reproduces the figures because it models the setting that slows them (--enforce-eager)
+        return msg("verdict.matches_model_setting", **args, cause=msg(f"title.{top.cause}"))
     if a.measured_tpot_ms and a.predicted_tpot_ms:
         return msg("verdict.matches_model_tpot", **args, tpot_measured=q(a.measured_tpot_ms, "ms"), tpot_predicted=q(a.predicted_tpot_ms, "ms"))
     return msg("verdict.matches_model", **args)

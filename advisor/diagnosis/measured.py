@@ -206,3 +206,12 @@ def _server_logs(inputs: DiagnosisInputs, board: Board) -> None:
             board.add("queueing", 1.0, lg(msg("ev.stats_waiting"), float(len(waits)), "lines"))
             if full:
                 board.add("kv_capacity", 2.0, lg(msg("ev.stats_waiting_kv_full"), float(len(full)), "lines"))
+            # requests wait while the running ones fill max_num_seqs and the KV cache has room: the
+            # cap, not the memory, admits no more (a real server at max_num_seqs 4 and 32 clients); one
+            # line holds both at once, so it establishes the cause (the /metrics maxima may come apart)
+            seqs = inputs.engine_args.max_num_seqs
+            capped = [s for s in waits if seqs and s.running is not None and s.running >= seqs
+                      and (s.kv_cache_usage_pct is None or s.kv_cache_usage_pct < 90)]
+            if capped:
+                board.add("max_num_seqs_limit", 3.0, lg(msg("ev.stats_waiting_at_max_num_seqs"), float(len(capped)), "lines"),
+                          reason=msg("reason.max_num_seqs_capped", seqs=seqs))
