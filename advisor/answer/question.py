@@ -398,15 +398,17 @@ def direct_reply(question: str | None, diagnosis: Diagnosis) -> Reply:
         top = diagnosis.findings[0]
         reasons, used = list(top.reasons[:2]), [top]
     elif diagnosis.findings and diagnosis.findings[0] not in used and diagnosis.findings[0].reasons and computed(diagnosis.findings[0]):
-        # the first finding, computed for this deployment, opens the reply even when the question's
-        # topic picked a lower one: a real H200 run at 32 clients opened with queueing at 5% while
-        # the prefill-chunk stall it ranked first (83%) stood only in "also contributing"
-        # first when the topic's findings have no reason of their own to give (titles only), else after them
+        # the first finding, computed for this deployment, joins the reply when the question's topic
+        # picked a lower one (a real H200 run at 32 clients opened with queueing at 5% while the
+        # prefill-chunk stall it ranked first, 83%, stood only in "also contributing"): after the
+        # topic's reasons, or first where the topic's findings have no reason to give (titles only)
         top = diagnosis.findings[0]
-        explained = any(r in f.reasons for f in used for r in reasons)
-        at = len(used) if explained else 0
-        reasons.insert(len(reasons) if explained else 0, top.reasons[0])
-        used.insert(at, top)
+        if any(r in f.reasons for f in used for r in reasons):
+            reasons.append(top.reasons[0])
+            used.append(top)
+        else:
+            reasons.insert(0, top.reasons[0])
+            used.insert(0, top)
     figures: list[Evidence] = []
     for f in used:
         for e in f.evidence:
