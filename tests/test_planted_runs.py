@@ -7,8 +7,6 @@ scored once after the fixes (benchmarks/RESULTS.md, session 17)."""
 
 from __future__ import annotations
 
-import gzip
-import json
 import sys
 from pathlib import Path
 
@@ -25,13 +23,8 @@ sys.path.insert(0, str(REPO / "benchmarks" / "gpu"))
 def _folder(run: str, tmp_path: Path) -> tuple[Path, list[str]]:
     import planted_artifacts
 
-    folder = RUNS / run
-    with gzip.open(folder / "results.json.gz", "rt") as fh:
-        results = json.load(fh)
-    with gzip.open(folder / "server.log.gz", "rt") as fh:
-        log = fh.read()
+    results, log, snaps = planted_artifacts.load_run(RUNS / run)
     point = results["points"][0]
-    snaps = planted_artifacts.snapshots(folder)
     out = planted_artifacts.write_point(results, point, snaps[point["id"]], log, tmp_path, planted_artifacts.QUESTION)
     return out, results["plan"]["planted"]["causes"]
 

@@ -28,17 +28,10 @@ sys.path.insert(0, str(REPO / "benchmarks" / "gpu"))
 
 @pytest.fixture(scope="module")
 def folders(tmp_path_factory) -> dict[str, Path]:
-    import gzip
-    import json
-
     import planted_artifacts
 
     out = tmp_path_factory.mktemp("points")
-    with gzip.open(RUN / "results.json.gz", "rt") as fh:
-        results = json.load(fh)
-    with gzip.open(RUN / "server.log.gz", "rt") as fh:
-        log = fh.read()
-    snaps = planted_artifacts.snapshots(RUN)
+    results, log, snaps = planted_artifacts.load_run(RUN)
     return {p["id"]: planted_artifacts.write_point(results, p, snaps[p["id"]], log, out, planted_artifacts.QUESTION) for p in results["points"]}
 
 
@@ -132,16 +125,11 @@ def test_a_server_out_of_kv_gets_no_such_verdict(folders) -> None:
 def test_a_served_burst_asking_about_throughput_is_not_read_as_offline(tmp_path) -> None:
     # 8 prompts of 32K tokens sent at once to a served vLLM (budget 2,048): the word "throughput" in
     # the question made it an offline run ("chunked prefill costs offline throughput")
-    import gzip
-    import json
-
     import planted_artifacts
 
     from vllm_advisor.diagnosis.config_facts import detect_config
 
-    run = RUN.parent / "llama8b-b2048"
-    with gzip.open(run / "results.json.gz", "rt") as fh:
-        results = json.load(fh)
+    results, _, _ = planted_artifacts.load_run(RUN.parent / "llama8b-b2048")
     point = next(p for p in results["points"] if p["id"] == "burst8-in32k")
     folder = planted_artifacts.write_point(results, point, None, "", tmp_path, planted_artifacts.QUESTION)
     inputs = gather(profile=folder / "case.yaml", predict=False)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ..messages import cause_name, cause_title, fmt_number, fmt_quantity, normalize_language, render, render_all, tag, text
+from ..messages import cause_mechanism, cause_name, cause_title, fmt_number, fmt_quantity, normalize_language, render, render_all, tag, text
 from ..schema import Citation, Diagnosis, Evidence, Finding, Msg, Recommendation
 from .figures import Figure, Figures, LoadRow, collect_figures
 from .model import Answer
@@ -259,16 +259,6 @@ def finding_heading(f: Finding, language: str) -> str:
     return f"{name}{p.colon}{title}"
 
 
-def mechanism(cause: str, language: str) -> str:
-    """How the cause produces what was seen, in one sentence: what a finding with no reason of its own
-    (it rests on the words, a similar report or the ranking) says after its title, so the reply
-    answers "why" instead of restating the title (reviewers, session 16: 13 of 16 English openings)."""
-    from ..messages import has, text
-
-    key = f"mechanism.{cause}"
-    return text(language, key) if has("en", key) else ""
-
-
 def explanation(f: Finding, language: str) -> str:
     return render_all(f.reasons, language)
 
@@ -281,7 +271,7 @@ def render_direct(diagnosis: Diagnosis, language: str) -> list[str]:
     top = diagnosis.findings[0]
     why = explanation(top, language)
     para = f"{likeliest(top, language)}**{finding_heading(top, language)}**"
-    para += f"{p.colon}{why}" if why else f"{p.colon}{mechanism(top.cause, language)}{p.stop}"
+    para += f"{p.colon}{why}" if why else f"{p.colon}{cause_mechanism(language, top.cause)}{p.stop}"
     para += markers(top.sources)
     out = [para, ""]
     numeric: list[Evidence] = []
@@ -590,7 +580,7 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
             if f.cause not in explained or unshown:
                 first = f is reply.findings[0]
                 opener = "" if asked and reply.verdict.id == "verdict.possibly" else likeliest(f, language, hedged=unshown, first=first)
-                out += [f"{opener}**{cause_title(language, f.cause)}**{p.colon}{mechanism(f.cause, language)}{p.stop}" + ("" if reply.reasons else markers(cited)), ""]
+                out += [f"{opener}**{cause_title(language, f.cause)}**{p.colon}{cause_mechanism(language, f.cause)}{p.stop}" + ("" if reply.reasons else markers(cited)), ""]
                 continue
             for r in [r for r in pending if r in f.reasons]:
                 out += reason_line(r)

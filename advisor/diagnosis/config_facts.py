@@ -158,9 +158,6 @@ def _max_num_seqs(inputs: DiagnosisInputs, board: Board, cfg, text: str) -> None
     seqs = inputs.engine_args.max_num_seqs
     if not seqs:
         return
-    reported = find_number(inputs.text, r"maximum concurrency for [\d,]+ tokens per request:?\s*([\d.]+)\s*x")
-    if reported is None and inputs.engine is not None:
-        reported = inputs.engine.memory.max_concurrency
     admitted = min(seqs, _offered_clients(inputs) or seqs)
     if inputs.engine is not None and inputs.input_len and admitted <= inputs.engine.memory.requests_that_fit(inputs.input_len + (inputs.output_len or 0)):
         # vLLM's "Maximum concurrency" counts requests of max_model_len; with the workload's own
@@ -168,6 +165,9 @@ def _max_num_seqs(inputs: DiagnosisInputs, board: Board, cfg, text: str) -> None
         # fitting, it cannot over-admit (real servers on their default max_model_len all print a
         # figure below 256)
         return
+    reported = find_number(inputs.text, r"maximum concurrency for [\d,]+ tokens per request:?\s*([\d.]+)\s*x")
+    if reported is None and inputs.engine is not None:
+        reported = inputs.engine.memory.max_concurrency
     if reported is not None and seqs > reported:
         board.add(
             "max_num_seqs_limit",

@@ -317,15 +317,22 @@ def _counters_beyond_benchmark(inputs: DiagnosisInputs) -> None:
 STATS_INTERVAL_S = 10.0
 
 
+def _seconds_in_year(t) -> float:
+    """A time as whole seconds from its year's start, in a leap year (vLLM's log stamps carry no year
+    nor fractions)."""
+    from datetime import datetime
+
+    return (t.replace(year=2000, microsecond=0) - datetime(2000, 1, 1, tzinfo=t.tzinfo)).total_seconds()
+
+
 def _log_seconds(stamp: str | None) -> float | None:
     """A vLLM log time ("12-03 22:57:36", no year) as seconds within its year."""
     from datetime import datetime
 
     try:
-        t = datetime.strptime(f"2000-{stamp}", "%Y-%m-%d %H:%M:%S") if stamp else None
+        return _seconds_in_year(datetime.strptime(f"2000-{stamp}", "%Y-%m-%d %H:%M:%S")) if stamp else None
     except ValueError:
         return None
-    return (t - datetime(2000, 1, 1)).total_seconds() if t else None
 
 
 def _logs_within_benchmarks(inputs: DiagnosisInputs) -> None:
@@ -342,12 +349,10 @@ def _logs_within_benchmarks(inputs: DiagnosisInputs) -> None:
         if run.format == "observations" or not run.date or not run.duration_s:
             continue
         try:
-            start = datetime.fromisoformat(run.date)
+            begin = _seconds_in_year(datetime.fromisoformat(run.date))
         except ValueError:
             continue
-        begin = _log_seconds(start.strftime("%m-%d %H:%M:%S"))
-        if begin is not None:
-            windows.append((begin, begin + run.duration_s + STATS_INTERVAL_S))
+        windows.append((begin, begin + run.duration_s + STATS_INTERVAL_S))
     if not windows:
         return
     for k, log in enumerate(inputs.server_logs):
@@ -649,7 +654,7 @@ def diagnosis_prompts(point) -> int:
     its measured run sent (a burst of 64 sent at once is not one of 200), else 200."""
     if point.concurrency:
         return max(8, 2 * point.concurrency)
-    return min(point.num_prompts, MAX_OPEN_PROMPTS) if getattr(point, "num_prompts", None) else 200
+    return min(point.num_prompts, MAX_OPEN_PROMPTS) if point.num_prompts else 200
 
 
 def ceiling_efficiency(base):

@@ -240,7 +240,7 @@ def shown_probabilities(p: np.ndarray, board: Board) -> tuple[np.ndarray, np.nda
     strong = established_by_structure(board)
     for i in np.flatnonzero(strong):
         p[i] = max(p[i], 1.0 - np.exp(-structured_weight(board, CAUSE_IDS[i]) / 2.0))
-    for cause in getattr(board, "excluded", ()):  # ruled out by the deployment's facts
+    for cause in board.excluded:  # ruled out by the deployment's facts
         i = CAUSE_IDS.index(cause)
         p[i], strong[i] = 0.0, False
     return p, strong

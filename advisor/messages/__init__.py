@@ -157,6 +157,12 @@ def cause_title(language: str, cause: str) -> str:
     return text(language, key) if has("en", key) else cause.replace("_", " ")
 
 
+def cause_mechanism(language: str, cause: str) -> str:
+    """How the cause produces what was seen, in one sentence ("" for a cause without one)."""
+    key = f"mechanism.{cause}"
+    return text(language, key) if has("en", key) else ""
+
+
 def render_all(messages, language: str) -> str:
     """Several messages as one paragraph (joined with a space in English, nothing in Chinese)."""
     return text(language, "sep.space").join(render(m, language).strip() for m in messages if m is not None)

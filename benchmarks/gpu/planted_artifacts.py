@@ -189,17 +189,23 @@ def write_point(results: dict, point: dict, metrics: str | None, log: str, out: 
     return folder
 
 
+def load_run(run_dir: Path) -> tuple[dict, str, dict[str, str]]:
+    """(results, the server log's text, the /metrics text after each point by point id) of one
+    ``vllm_e2e.py`` run folder, its files plain or gzipped."""
+    with _open(run_dir / "results.json") as fh:
+        results = json.load(fh)
+    with _open(run_dir / "server.log") as fh:
+        log = fh.read()
+    return results, log, snapshots(run_dir)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("run_dir", type=Path)
     ap.add_argument("out_dir", type=Path)
     ap.add_argument("--question", default=QUESTION)
     args = ap.parse_args()
-    with _open(args.run_dir / "results.json") as fh:
-        results = json.load(fh)
-    with _open(args.run_dir / "server.log") as fh:
-        log = fh.read()
-    snaps = snapshots(args.run_dir)
+    results, log, snaps = load_run(args.run_dir)
     for point in results["points"]:
         if point.get("requests"):
             print(write_point(results, point, snaps.get(point["id"]), log, args.out_dir, args.question))

@@ -14,7 +14,6 @@ Prints, per run: split, planted causes, the first three findings and their confi
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import subprocess
 import sys
@@ -28,15 +27,6 @@ import planted_artifacts  # noqa: E402
 ADVISOR = Path(sys.executable).with_name("vllm-advisor")
 
 
-def load_results(run: Path) -> dict:
-    for name in ("results.json.gz", "results.json"):
-        p = run / name
-        if p.is_file():
-            with (gzip.open(p, "rt") if name.endswith(".gz") else open(p)) as fh:
-                return json.load(fh)
-    raise FileNotFoundError(run / "results.json")
-
-
 def diagnose(folder: Path) -> list[tuple[str, float]]:
     out = subprocess.run([str(ADVISOR), "ask", "--profile", str(folder / "case.yaml"), "--json"], capture_output=True, text=True, timeout=120)
     if out.returncode != 0:
@@ -46,13 +36,10 @@ def diagnose(folder: Path) -> list[tuple[str, float]]:
 
 
 def score_run(run: Path, work: Path) -> list[dict]:
-    results = load_results(run)
+    results, log, snaps = planted_artifacts.load_run(run)
     planted = results["plan"].get("planted") or {}
     if not planted.get("causes"):
         return []
-    with planted_artifacts._open(run / "server.log") as fh:
-        log = fh.read()
-    snaps = planted_artifacts.snapshots(run)
     rows = []
     for point in results["points"]:
         if not point.get("requests"):
