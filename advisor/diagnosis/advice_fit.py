@@ -278,6 +278,8 @@ def fit_to_deployment(rec: Recommendation, inputs: DiagnosisInputs) -> Recommend
             return None  # one replica per GPU needs the weights on one GPU, and two GPUs
         if _nvlink(inputs, gpu):
             rec.change = msg("rec.tp_comm_replicas")
+    if change == "rec.prefix_cache_1" and args.enable_prefix_caching is False:
+        return None  # nothing is cached: fresh prompts measure what these already measure
     if change == "rec.chunked_prefill_interference_1" and _gpus(inputs) == 1:
         return None  # a prefill instance beside a decode instance needs two GPUs at least
     if change == "rec.kv_capacity_2":

@@ -44,6 +44,10 @@ class DiagnosisInputs:
     metrics_summaries: list[dict[str, Any]] = field(default_factory=list)
     server_logs: list[ServerLogInfo] = field(default_factory=list)
     engine: Any = None  # perf.predict.EngineModel when the model and GPU are known
+    #: the engine arguments ``engine`` was built from (the user's, plus what the advisor derived: a
+    #: tensor-parallel size the weights need, a max_model_len the served requests prove), and those names
+    modelled_args: EngineArgs | None = None
+    modelled_derived: tuple[str, ...] = ()
     engine_error: str | None = None
     engine_error_field: str | None = None  # "model" or "gpu": a name the catalog does not have
     predicted: list[BenchmarkRun] = field(default_factory=list)  # sourced (uncalibrated) efficiencies
@@ -542,16 +546,19 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
         inputs.engine_error_field = exc.field if isinstance(exc, UnknownCatalogEntry) else None
         return
     engine, args = _sharded_when_needed(dep, inputs.engine_args, engine, needed)
+    derived = tuple(k for k, v in engine.config.provenance.items() if v == "derived")
     if not engine.memory.fits and inputs.measured and engine.config.source_of("max_model_len") != "user":
         # The server ran and served these requests, so its max_model_len must have fitted the KV cache.
         fitted = max(needed or 0, min(engine.config.max_model_len, engine.memory.kv_cache_tokens))
         if fitted > 0:
             try:
-                derived = ("max_model_len", *(k for k, v in engine.config.provenance.items() if v == "derived"))
-                engine = build_engine_model(dep, args.model_copy(update={"max_model_len": fitted}), needed_model_len=needed, derived=derived)
+                fitted_args, fitted_derived = args.model_copy(update={"max_model_len": fitted}), ("max_model_len", *derived)
+                engine = build_engine_model(dep, fitted_args, needed_model_len=needed, derived=fitted_derived)
+                args, derived = fitted_args, fitted_derived
             except AdvisorError:
                 pass
     inputs.engine = engine
+    inputs.modelled_args, inputs.modelled_derived = args, derived
     if not inputs.input_len or not inputs.output_len or not engine.memory.fits:
         return
     for name in ("input_len", "output_len"):

@@ -81,7 +81,10 @@ def _observations(inputs: DiagnosisInputs, board: Board) -> None:
 
 def _workload(inputs: DiagnosisInputs, board: Board) -> None:
     w = inputs.case.workload if inputs.case else None
-    if w and w.shared_prefix_len and w.input_len and w.shared_prefix_len >= 0.9 * w.input_len:
+    # identical prompts measure cache hits only where the server caches prefixes (a server run with
+    # caching off recomputes them: setting_cost.py weighs that)
+    caching = inputs.engine.config.enable_prefix_caching if inputs.engine is not None else inputs.engine_args.enable_prefix_caching is not False
+    if caching and w and w.shared_prefix_len and w.input_len and w.shared_prefix_len >= 0.9 * w.input_len:
         ev = _rep(msg("ev.shared_prefix"), float(w.shared_prefix_len), "tokens", msg("detail.of_prompts", tokens=q(w.input_len, "tokens")))
         board.add("prefix_cache", 3.0, ev, reason=msg("reason.identical_prompts"))
         board.add("benchmark_methodology", 2.0, ev)

@@ -6,6 +6,7 @@ from ..schema import BenchmarkRun, Evidence, Msg, Recommendation, ServerView
 from ..schema.message import msg, q
 from .board import Board
 from .inputs import DiagnosisInputs
+from .setting_cost import detect_setting_costs
 
 PRE_HOPPER = ("ampere", "ada", "turing", "volta")
 
@@ -46,6 +47,7 @@ def detect_physics(inputs: DiagnosisInputs, board: Board) -> None:
     _prefill_compute(inputs, board)
     _decode_bandwidth(inputs, board)
     _attention_kernel(inputs, board)
+    detect_setting_costs(inputs, board)
 
 
 def _profiling_pass(inputs: DiagnosisInputs, board: Board) -> None:

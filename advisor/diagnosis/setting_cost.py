@@ -1,0 +1,132 @@
+"""What the user's own settings cost, by the performance model.
+
+An expert's first move on a slow deployment is to undo what was changed and see what it buys. Each
+engine argument below that the user set away from vLLM's default (for their version) is put back to
+the default in a what-if at the heaviest load point the report measured or asked about; when the
+model predicts the default much faster there (throughput, time to first token or time per output
+token), the setting is evidence for its cause at the establishing level, with both figures. A setting
+the model predicts no gain from adds nothing, whatever the words say about it.
+"""
+
+from __future__ import annotations
+
+import math
+
+from ..errors import AdvisorError
+from ..schema import BenchmarkRun, Evidence, Recommendation
+from ..schema.message import msg, q
+from .board import Board
+from .inputs import DiagnosisInputs, diagnosis_prompts
+
+#: Engine argument -> the cause it belongs to (FORMAT.md's ids).
+SETTING_CAUSE = {
+    "max_num_batched_tokens": "batched_tokens_limit",
+    "max_num_seqs": "max_num_seqs_limit",
+    "enable_prefix_caching": "prefix_cache",
+    "gpu_memory_utilization": "memory_config",
+    "kv_cache_dtype": "kv_quant",
+    "enforce_eager": "cuda_graph",
+}
+#: Settings whose cause's own change already says to undo them ("drop --enforce-eager", causes.py).
+ADVISED_ELSEWHERE = ("enforce_eager",)
+#: A predicted gain at the default that establishes the setting as a cause: x1.25 throughput, or the
+#: first token or each output token 1.25 times sooner. Smaller gains are within what the model's
+#: error on real vLLM leaves open (benchmarks/RESULTS.md, "Held to real vLLM": 3-9% medians).
+ESTABLISHING_GAIN = 1.25
+#: The board's establishing weight (ranker.ESTABLISHING) at that gain, growing with the log of the gain
+#: (x1.8 -> 3.7, x4 -> 5.3) up to MAX_WEIGHT: a setting whose default the model predicts four times
+#: faster outranks the mechanism it drives (the chunk stalls of a prefix recomputed by every request).
+ESTABLISHING = 3.0
+MAX_WEIGHT = 6.0
+
+#: (figure's message id, how to read it from a predicted run, higher is better)
+FIGURES = (
+    ("figure.output_throughput_tok_s", lambda r: r.output_throughput_tok_s, "tok/s", True),
+    ("figure.ttft_p50", lambda r: r.ttft_ms.pct(50) if r.ttft_ms else None, "ms", False),
+    ("figure.tpot_ms", lambda r: r.tpot_ms.mean if r.tpot_ms else None, "ms", False),
+)
+
+
+def detect_setting_costs(inputs: DiagnosisInputs, board: Board) -> None:
+    engine = inputs.engine
+    if engine is None or inputs.modelled_args is None or not inputs.input_len or not inputs.output_len:
+        return
+    runs = [r for r in inputs.predicted if r.offered_concurrency]
+    if not runs:
+        return
+    run = max(runs, key=lambda r: r.offered_concurrency)
+    for setting, cause in SETTING_CAUSE.items():
+        if getattr(inputs.engine_args, setting) is None or engine.config.source_of(setting) != "user":
+            continue
+        default_run, default_value = _at_default(inputs, setting, run)
+        if default_run is None:
+            continue
+        gain = _best_gain(run, default_run)
+        if gain is None or gain[0] < ESTABLISHING_GAIN:
+            continue
+        ratio, figure, unit, before, after = gain
+        shown = _value(default_value)
+        board.add(
+            cause,
+            min(MAX_WEIGHT, ESTABLISHING + 2.0 * math.log(ratio / ESTABLISHING_GAIN)),
+            Evidence(
+                kind="model", origin="model", load=run.load_label, label=msg("ev.at_default", name=setting, value=shown),
+                value=round(after, 1), unit=unit, detail=msg("detail.with_your_setting", figure=msg(figure), value=q(round(before, 1), unit)),
+            ),
+            reason=msg("reason.setting_cost", name=setting, yours=_value(getattr(engine.config, setting)), default=shown, figure=msg(figure),
+                       before=q(round(before, 1), unit), after=q(round(after, 1), unit), load=run.load_label),
+            recommendation=None if setting in ADVISED_ELSEWHERE else Recommendation(
+                change=msg("rec.setting_default", name=setting, value=shown), flag=_flag(setting, default_value), whatif=[f"{setting}={shown}"]
+            ),
+        )
+
+
+def _at_default(inputs: DiagnosisInputs, setting: str, run: BenchmarkRun) -> tuple[BenchmarkRun | None, object]:
+    """The load point predicted with ``setting`` at its default, and that default (None, None when
+    the default is the user's own value or the model cannot run it)."""
+    from ..perf.predict import LoadPoint, build_engine_model, predict_load_point
+
+    engine = inputs.engine
+    needed = inputs.input_len + inputs.output_len
+    try:
+        default = build_engine_model(inputs.deployment, inputs.modelled_args.model_copy(update={setting: None}), needed_model_len=needed, derived=inputs.modelled_derived)
+        value = getattr(default.config, setting)
+        if value == getattr(engine.config, setting) or not default.memory.fits:
+            return None, None
+        default.step.eff = engine.step.eff
+        point = LoadPoint(concurrency=run.offered_concurrency)
+        predicted, _ = predict_load_point(
+            default, point, input_len=inputs.input_len, output_len=inputs.output_len, shared_prefix_len=inputs.shared_prefix_len or 0, num_prompts=diagnosis_prompts(point)
+        )
+    except AdvisorError:
+        return None, None
+    return predicted, value
+
+
+def _best_gain(before: BenchmarkRun, after: BenchmarkRun):
+    """(ratio, figure id, unit, before, after) of the figure the default improves most, or None."""
+    best = None
+    for figure, get, unit, higher in FIGURES:
+        b, a = get(before), get(after)
+        if not b or not a:
+            continue
+        ratio = a / b if higher else b / a
+        if best is None or ratio > best[0]:
+            best = (ratio, figure, unit, b, a)
+    return best
+
+
+def _value(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return f"{value:g}"
+    return str(value)
+
+
+def _flag(setting: str, value) -> str | None:
+    """The flag that sets the default; None for a default that is the absence of a flag (--enforce-eager)."""
+    name = setting.replace("_", "-")
+    if isinstance(value, bool):
+        return f"--{name}" if value else None
+    return f"--{name} {_value(value)}"
