@@ -206,15 +206,17 @@ def _effect(result) -> Msg:
     that moved by more than 2%."""
     parts: list[Msg] = []
     mb, ma = result.base.memory, result.changed.memory
-    if ma.kv_cache_tokens != mb.kv_cache_tokens:
+    if mb.kv_cache_tokens and not math.isclose(ma.kv_cache_tokens, mb.kv_cache_tokens, rel_tol=0.02):
         parts.append(msg("effect.kv", before=q(mb.kv_cache_tokens, "tokens"), after=q(ma.kv_cache_tokens, "tokens")))
     for p in result.points:
         d = {x.figure: x for x in p.deltas}
-        bits: list[Msg] = []
+        moved = []
         for fig, key in EFFECT_FIGURES:
             x = d.get(fig)
             if x and x.before and x.after and not math.isclose(x.before, x.after, rel_tol=0.02):
-                bits.append(msg(key, before=_quantity(x.before, x.unit), after=_quantity(x.after, x.unit)))
+                moved.append((abs(math.log(x.after / x.before)), msg(key, before=_quantity(x.before, x.unit), after=_quantity(x.after, x.unit))))
+        # the largest moves first: the short answer keeps two (a 1.4 s -> 0.8 s TTFT, not a 2.6 -> 3.4 running count)
+        bits = [m for _, m in sorted(moved, key=lambda t: -t[0])]
         if bits:
             parts.append(msg("effect.point", load=p.point.label, changes=bits))
     return msg("effect.model", parts=parts) if parts else msg("effect.none")
