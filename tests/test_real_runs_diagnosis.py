@@ -161,3 +161,31 @@ def test_one_gpu_rules_out_tensor_parallel_communication(folders, tmp_path) -> N
 
     detect_config(two, board)
     assert "tp_comm" not in board.excluded
+
+
+def test_an_open_stream_that_fits_is_not_over_admitted(tmp_path) -> None:
+    # a Poisson stream at 6 req/s of 4K-token prompts: vLLM's "maximum concurrency" at max_model_len
+    # (21.9x) is below max_num_seqs=256, but the stream never has that many in flight (the simulation
+    # of the measured rate ran 58 at most; 205 of this length fit): no "admits more than the KV holds"
+    import planted_artifacts
+
+    from vllm_advisor.diagnosis.config_facts import detect_config
+
+    results, _, _ = planted_artifacts.load_run(RUN.parent / "llama8b-b8192")
+    point = next(p for p in results["points"] if p["id"] == "poisson6-in4k")
+    folder = planted_artifacts.write_point(results, point, None, "", tmp_path, planted_artifacts.QUESTION)
+    inputs = gather(profile=folder / "case.yaml")
+    board = Board()
+    detect_config(inputs, board)
+    assert inputs.engine.memory.max_concurrency < 256
+    assert "reason.max_num_seqs_over" not in [r.id for h in board.hypotheses.values() for r in h.reasons]
+
+
+def test_clients_beyond_the_kv_pool_are_over_admitted(folders) -> None:
+    # 64 clients of 16K-token prompts on the shrunken KV pool (requests queued for blocks): the rule holds
+    from vllm_advisor.diagnosis.config_facts import detect_config
+
+    inputs = gather(profile=folders["c64-in16k"] / "case.yaml")
+    board = Board()
+    detect_config(inputs, board)
+    assert [r.id for r in board.hypotheses["max_num_seqs_limit"].reasons] == ["reason.max_num_seqs_over"]

@@ -158,7 +158,7 @@ def _max_num_seqs(inputs: DiagnosisInputs, board: Board, cfg, text: str) -> None
     seqs = inputs.engine_args.max_num_seqs
     if not seqs:
         return
-    admitted = min(seqs, _offered_clients(inputs) or seqs)
+    admitted = min(seqs, _offered_clients(inputs) or _most_running(inputs) or seqs)
     if inputs.engine is not None and inputs.input_len and admitted <= inputs.engine.memory.requests_that_fit(inputs.input_len + (inputs.output_len or 0)):
         # vLLM's "Maximum concurrency" counts requests of max_model_len; with the workload's own
         # lengths known and as many of them as can be admitted (max_num_seqs, or fewer clients)
@@ -189,6 +189,16 @@ def _offered_clients(inputs: DiagnosisInputs) -> int | None:
     if inputs.case is not None and inputs.case.workload.concurrency:
         counts.append(inputs.case.workload.concurrency)
     return int(max(counts)) if counts else None
+
+
+def _most_running(inputs: DiagnosisInputs) -> int | None:
+    """An open stream's in-flight requests, which no client count gives: the most the server ran at
+    once (its /metrics during the run), else the most the simulation of the measured rate ran. A
+    Poisson stream at 6 req/s ran 16 requests at most on a server whose KV pool holds 21.9 requests
+    of max_model_len: max_num_seqs=256 over-admits nothing there."""
+    seen = [r.server_view.running_max for r in inputs.measured if r.server_view and r.server_view.running_max]
+    seen = seen or [r.server_view.running_max for r in inputs.predicted if r.server_view and r.server_view.running_max]
+    return math.ceil(max(seen)) if seen else None
 
 
 def _max_num_seqs_below_clients(inputs: DiagnosisInputs, board: Board, cfg) -> None:
