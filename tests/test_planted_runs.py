@@ -86,3 +86,15 @@ def test_a_predicted_effect_leads_with_its_largest_moves(tmp_path) -> None:
     point = next(p for p in rec.predicted_effect.args["parts"] if p.id == "effect.point")
     assert point.args["changes"][0].id == "effect.ttft"
     assert not [p for p in rec.predicted_effect.args["parts"] if p.id == "effect.kv"]  # 454,384 -> 447,424 tokens: within 2%
+
+
+def test_settings_past_the_simulation_budget_are_left_uncosted(tmp_path, monkeypatch) -> None:
+    # each costed setting simulates the load point once more: past SETTING_BUDGET none is, and the
+    # answer keeps its other evidence (a big load point must not push `ask` past a second)
+    from vllm_advisor.diagnosis import setting_cost
+
+    folder, _ = _folder("planted-8b-noprefix", tmp_path)
+    monkeypatch.setattr(setting_cost, "SETTING_BUDGET", 1.0)
+    diagnosis = diagnose(gather(profile=folder / "case.yaml"), with_effects=False)
+    assert not [e for f in diagnosis.findings for e in f.evidence if e.label.id == "ev.at_default"]
+    assert diagnosis.findings

@@ -16,7 +16,7 @@ from ..errors import AdvisorError
 from ..schema import BenchmarkRun, Evidence, Recommendation
 from ..schema.message import msg, q
 from .board import Board
-from .inputs import DiagnosisInputs, diagnosis_prompts
+from .inputs import DiagnosisInputs, diagnosis_prompts, simulation_cost
 
 #: Engine argument -> the cause it belongs to (FORMAT.md's ids).
 SETTING_CAUSE = {
@@ -38,6 +38,10 @@ ESTABLISHING_GAIN = 1.25
 #: faster outranks the mechanism it drives (the chunk stalls of a prefix recomputed by every request).
 ESTABLISHING = 3.0
 MAX_WEIGHT = 6.0
+#: Request-steps (inputs.SIM_BUDGET's unit, ~1.2 us each on the 2-core EPYC) all the what-ifs of one
+#: answer may simulate: about 0.35 s, so `ask` stays under a second. A load point past it (512 clients
+#: of 1K+1K tokens costs 0.5 M per setting) is left uncosted; the settings' other rules still apply.
+SETTING_BUDGET = 300_000
 
 #: (figure's message id, how to read it from a predicted run, higher is better)
 FIGURES = (
@@ -48,6 +52,8 @@ FIGURES = (
 
 
 def detect_setting_costs(inputs: DiagnosisInputs, board: Board) -> None:
+    from ..perf.predict import LoadPoint
+
     engine = inputs.engine
     if engine is None or inputs.modelled_args is None or not inputs.input_len or not inputs.output_len:
         return
@@ -55,13 +61,20 @@ def detect_setting_costs(inputs: DiagnosisInputs, board: Board) -> None:
     if not runs:
         return
     run = max(runs, key=lambda r: r.offered_concurrency)
+    point = LoadPoint(concurrency=run.offered_concurrency)
+    cost = simulation_cost(diagnosis_prompts(point), inputs.input_len, inputs.output_len)
+    spent = 0.0
     for setting, cause in SETTING_CAUSE.items():
         if getattr(inputs.engine_args, setting) is None or engine.config.source_of(setting) != "user":
             continue
-        default_run, default_value = _at_default(inputs, setting, run)
-        if default_run is None:
+        default, default_value = _default_engine(inputs, setting)
+        if default is None:
             continue
-        gain = _best_gain(run, default_run)
+        if spent + cost > SETTING_BUDGET:
+            return
+        spent += cost
+        default_run = _predict(inputs, default, point)
+        gain = _best_gain(run, default_run) if default_run is not None else None
         if gain is None or gain[0] < ESTABLISHING_GAIN:
             continue
         ratio, figure, unit, before, after = gain
@@ -81,26 +94,34 @@ def detect_setting_costs(inputs: DiagnosisInputs, board: Board) -> None:
         )
 
 
-def _at_default(inputs: DiagnosisInputs, setting: str, run: BenchmarkRun) -> tuple[BenchmarkRun | None, object]:
-    """The load point predicted with ``setting`` at its default, and that default (None, None when
-    the default is the user's own value or the model cannot run it)."""
-    from ..perf.predict import LoadPoint, build_engine_model, predict_load_point
+def _default_engine(inputs: DiagnosisInputs, setting: str):
+    """(the engine model with ``setting`` at vLLM's default, that default), or (None, None) when the
+    default is the user's own value or the model cannot build it."""
+    from ..perf.predict import build_engine_model
 
-    engine = inputs.engine
-    needed = inputs.input_len + inputs.output_len
     try:
-        default = build_engine_model(inputs.deployment, inputs.modelled_args.model_copy(update={setting: None}), needed_model_len=needed, derived=inputs.modelled_derived)
-        value = getattr(default.config, setting)
-        if value == getattr(engine.config, setting) or not default.memory.fits:
-            return None, None
-        default.step.eff = engine.step.eff
-        point = LoadPoint(concurrency=run.offered_concurrency)
-        predicted, _ = predict_load_point(
-            default, point, input_len=inputs.input_len, output_len=inputs.output_len, shared_prefix_len=inputs.shared_prefix_len or 0, num_prompts=diagnosis_prompts(point)
+        default = build_engine_model(
+            inputs.deployment, inputs.modelled_args.model_copy(update={setting: None}), needed_model_len=inputs.input_len + inputs.output_len, derived=inputs.modelled_derived
         )
     except AdvisorError:
         return None, None
-    return predicted, value
+    value = getattr(default.config, setting)
+    if value == getattr(inputs.engine.config, setting) or not default.memory.fits:
+        return None, None
+    default.step.eff = inputs.engine.step.eff  # the same kernel efficiencies as the user's prediction
+    return default, value
+
+
+def _predict(inputs: DiagnosisInputs, engine, point) -> BenchmarkRun | None:
+    from ..perf.predict import predict_load_point
+
+    try:
+        run, _ = predict_load_point(
+            engine, point, input_len=inputs.input_len, output_len=inputs.output_len, shared_prefix_len=inputs.shared_prefix_len or 0, num_prompts=diagnosis_prompts(point)
+        )
+    except AdvisorError:
+        return None
+    return run
 
 
 def _best_gain(before: BenchmarkRun, after: BenchmarkRun):
