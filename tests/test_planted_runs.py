@@ -3,8 +3,11 @@ each run handed over as a user would (case file with a neutral question, vllm be
 server log; planted_artifacts.py) must get its set cause first. Six runs were developed against
 (8B: --enforce-eager, --max-num-seqs 4 under 32 clients, a KV pool cut to 0.35 of the GPU under 48
 clients of 8K tokens, 24K-token prompts beside decodes; session 18: a 512-token step budget under 16K
-prompts, prefix caching off under a 7,680-token shared prefix); the 14B --enforce-eager run was held
-out and scored once after session 17's fixes (benchmarks/RESULTS.md)."""
+prompts, prefix caching off under a 7,680-token shared prefix). Held out and scored once: the 14B
+--enforce-eager run after session 17's fixes; session 18's 14B KV pool at 0.45, max_num_seqs 6, long
+prompts at the defaults, prefix caching off, 768-token budget and the 8B's max_num_seqs 16 after its
+setting costs (the budget run is the one miss: the model predicts no gain from vLLM's default there;
+benchmarks/RESULTS.md)."""
 
 from __future__ import annotations
 
@@ -19,19 +22,21 @@ from vllm_advisor.diagnosis.inputs import gather
 REPO = Path(__file__).resolve().parents[1]
 RUNS = REPO / "benchmarks" / "gpu" / "runs" / "2026-12-06-h100-planted"
 RUNS_B = REPO / "benchmarks" / "gpu" / "runs" / "2026-12-06-h100-planted-b"  # session 18's five
+RUNS_C = REPO / "benchmarks" / "gpu" / "runs" / "2026-12-06-h100-planted-c"  # session 18's three more, held out
 sys.path.insert(0, str(REPO / "benchmarks" / "gpu"))
 
 
 def _folder(run: str, tmp_path: Path) -> tuple[Path, list[str]]:
     import planted_artifacts
 
-    results, log, snaps = planted_artifacts.load_run((RUNS if (RUNS / run).is_dir() else RUNS_B) / run)
+    results, log, snaps = planted_artifacts.load_run(next(d for d in (RUNS, RUNS_B, RUNS_C) if (d / run).is_dir()) / run)
     point = results["points"][0]
     out = planted_artifacts.write_point(results, point, snaps[point["id"]], log, tmp_path, planted_artifacts.QUESTION)
     return out, results["plan"]["planted"]["causes"]
 
 
-@pytest.mark.parametrize("run", ["planted-8b-eager", "planted-8b-seqs4", "planted-8b-kv", "planted-8b-longmix", "planted-14b-eager", "planted-8b-budget512", "planted-8b-noprefix"])
+@pytest.mark.parametrize("run", ["planted-8b-eager", "planted-8b-seqs4", "planted-8b-kv", "planted-8b-longmix", "planted-14b-eager", "planted-8b-budget512", "planted-8b-noprefix",
+                                 "planted-14b-kv", "planted-14b-seqs6", "planted-14b-longmix", "planted-14b-noprefix", "planted-8b-seqs16"])
 def test_the_set_cause_comes_first(run, tmp_path) -> None:
     folder, causes = _folder(run, tmp_path)
     inputs = gather(profile=folder / "case.yaml")
