@@ -103,3 +103,13 @@ def test_settings_past_the_simulation_budget_are_left_uncosted(tmp_path, monkeyp
     diagnosis = diagnose(gather(profile=folder / "case.yaml"), with_effects=False)
     assert not [e for f in diagnosis.findings for e in f.evidence if e.label.id == "ev.at_default"]
     assert diagnosis.findings
+
+
+def test_a_calibrated_prediction_costs_the_default_with_the_same_efficiencies(tmp_path) -> None:
+    # `memo` fits the kernel efficiencies to the measurements: the default's what-if uses those too
+    # (a fitted "before" against a sourced "after" would cost the setting with two different GPUs)
+    folder, _ = _folder("planted-8b-noprefix", tmp_path)
+    inputs = gather(profile=folder / "case.yaml", calibrate=True)
+    assert all(r.calibrated for r in inputs.predicted)
+    top = diagnose(inputs, with_effects=False).findings[0]
+    assert top.cause == "prefix_cache" and [e for e in top.evidence if e.label.id == "ev.at_default"]

@@ -67,7 +67,7 @@ def detect_setting_costs(inputs: DiagnosisInputs, board: Board) -> None:
     for setting, cause in SETTING_CAUSE.items():
         if getattr(inputs.engine_args, setting) is None or engine.config.source_of(setting) != "user":
             continue
-        default, default_value = _default_engine(inputs, setting)
+        default, default_value = _default_engine(inputs, setting, calibrated=run.calibrated)
         if default is None:
             continue
         if spent + cost > SETTING_BUDGET:
@@ -94,9 +94,10 @@ def detect_setting_costs(inputs: DiagnosisInputs, board: Board) -> None:
         )
 
 
-def _default_engine(inputs: DiagnosisInputs, setting: str):
+def _default_engine(inputs: DiagnosisInputs, setting: str, *, calibrated: bool):
     """(the engine model with ``setting`` at vLLM's default, that default), or (None, None) when the
-    default is the user's own value or the model cannot build it."""
+    default is the user's own value or the model cannot build it. ``calibrated``: the user's prediction
+    used the efficiencies fitted to their measurements (inputs.calibration), so the default's does too."""
     from ..perf.predict import build_engine_model
 
     try:
@@ -108,7 +109,8 @@ def _default_engine(inputs: DiagnosisInputs, setting: str):
     value = getattr(default.config, setting)
     if value == getattr(inputs.engine.config, setting) or not default.memory.fits:
         return None, None
-    default.step.eff = inputs.engine.step.eff  # the same kernel efficiencies as the user's prediction
+    # the same kernel efficiencies as the user's prediction
+    default.step.eff = inputs.calibration.efficiency if calibrated else inputs.engine.step.eff
     return default, value
 
 
