@@ -83,8 +83,8 @@ def detect_setting_costs(inputs: DiagnosisInputs, board: Board) -> None:
             cause,
             min(MAX_WEIGHT, ESTABLISHING + 2.0 * math.log(ratio / ESTABLISHING_GAIN)),
             Evidence(
-                kind="model", origin="model", load=run.load_label, label=msg("ev.at_default", name=setting, value=shown),
-                value=round(after, 1), unit=unit, detail=msg("detail.with_your_setting", figure=msg(figure), value=q(round(before, 1), unit)),
+                kind="model", origin="model", load=run.load_label, label=msg("ev.at_default", figure=msg(figure), name=setting, value=shown),
+                value=round(after, 1), unit=unit, detail=msg("detail.with_your_setting", value=q(round(before, 1), unit)),
             ),
             reason=msg("reason.setting_cost", name=setting, yours=_value(getattr(engine.config, setting)), default=shown, figure=msg(figure),
                        before=q(round(before, 1), unit), after=q(round(after, 1), unit), load=run.load_label),
