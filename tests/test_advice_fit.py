@@ -76,7 +76,7 @@ def test_engines_named_in_the_words_of_a_report():
 
 def test_no_memory_fraction_at_or_below_one_the_reports_words_give():
     """The serve command gave none, the notes say 0.9555: 0.95 is not offered, the words stay."""
-    changes = [r for r in _changes("vllm-52520-align-mode-pool-at-ceiling-reprefill") if r.change.id == "rec.memory_config_1"]
+    changes = [r for r in _changes("vllm-52520-align-mode-pool-at-ceiling-reprefill") if r.change.id in ("rec.memory_config_1", "rec.memory_config_chunked")]
     assert changes and not any(r.flag and "--gpu-memory-utilization" in r.flag for r in changes)
 
 
@@ -282,3 +282,4 @@ def test_one_gpu_is_not_told_to_separate_prefill_from_decode():
 def test_apple_silicon_named_or_implied_by_mlx_gets_no_nvidia_tool(case):
     checks = _checks(case)  # "an Apple M4 Max" in the notes; gpu "Apple M1 Max"
     assert not any("nvidia-smi" in c for c in checks), checks
+

@@ -55,7 +55,7 @@ def test_the_setting_is_told_what_it_costs(run, setting, figure, tmp_path) -> No
     folder, _ = _folder(run, tmp_path)
     top = diagnose(gather(profile=folder / "case.yaml"), with_effects=False).findings[0]
     assert top.confidence >= 0.5
-    cost = [e for e in top.evidence if e.label.id == "ev.at_default"]
+    cost = [e for e in top.evidence if e.label.id == "ev.default_gain"]
     assert cost and cost[0].kind == "model" and cost[0].label.args["name"] == setting
     reason = next(r for r in top.reasons if r.id == "reason.setting_cost")
     assert reason.args["figure"].id == figure
@@ -66,7 +66,7 @@ def test_a_setting_the_model_sees_no_gain_from_adds_nothing(tmp_path) -> None:
     # 256, --gpu-memory-utilization 0.9): nothing to put back, no setting-cost evidence
     folder, _ = _folder("planted-8b-longmix", tmp_path)
     diagnosis = diagnose(gather(profile=folder / "case.yaml"), with_effects=False)
-    assert not [e for f in diagnosis.findings for e in f.evidence if e.label.id == "ev.at_default"]
+    assert not [e for f in diagnosis.findings for e in f.evidence if e.label.id == "ev.default_gain"]
 
 
 def test_a_capped_server_log_establishes_max_num_seqs(tmp_path) -> None:
@@ -101,7 +101,7 @@ def test_settings_past_the_simulation_budget_are_left_uncosted(tmp_path, monkeyp
     folder, _ = _folder("planted-8b-noprefix", tmp_path)
     monkeypatch.setattr(setting_cost, "SETTING_BUDGET", 1.0)
     diagnosis = diagnose(gather(profile=folder / "case.yaml"), with_effects=False)
-    assert not [e for f in diagnosis.findings for e in f.evidence if e.label.id == "ev.at_default"]
+    assert not [e for f in diagnosis.findings for e in f.evidence if e.label.id == "ev.default_gain"]
     assert diagnosis.findings
 
 
@@ -112,4 +112,26 @@ def test_a_calibrated_prediction_costs_the_default_with_the_same_efficiencies(tm
     inputs = gather(profile=folder / "case.yaml", calibrate=True)
     assert all(r.calibrated for r in inputs.predicted)
     top = diagnose(inputs, with_effects=False).findings[0]
-    assert top.cause == "prefix_cache" and [e for e in top.evidence if e.label.id == "ev.at_default"]
+    assert top.cause == "prefix_cache" and [e for e in top.evidence if e.label.id == "ev.default_gain"]
+
+
+def test_prefix_caching_off_says_what_is_recomputed_and_an_assumed_default_says_so(tmp_path) -> None:
+    # a reviewer's finds: the short answer never said in words that the shared prefix is prefilled again
+    # by every request, and "vLLM's default (0.92)" stated a value this release's table only assumes
+    folder, _ = _folder("planted-14b-noprefix", tmp_path)
+    top = diagnose(gather(profile=folder / "case.yaml"), with_effects=False).findings[0]
+    assert [r.id for r in top.reasons][:2] == ["reason.prefix_recomputed", "reason.setting_cost"]
+    assert top.reasons[0].args["share"].value == 88  # 7,168 of 8,192 tokens
+    folder, _ = _folder("planted-14b-kv", tmp_path / "kv")
+    diagnosis = diagnose(gather(profile=folder / "case.yaml"), with_effects=False)
+    reason = next(r for f in diagnosis.findings for r in f.reasons if r.id == "reason.setting_cost")
+    assert reason.args["name"] == "gpu_memory_utilization" and reason.args["default"].id == "detail.default_assumed"
+
+
+def test_chunked_prefill_already_on_is_not_a_change_to_make(tmp_path) -> None:
+    # a reviewer's find: "... or turn chunked prefill on" to a vLLM 0.26 server that chunks (V1 always
+    # does); the memory change keeps the two settings that can still move
+    folder, _ = _folder("planted-14b-kv", tmp_path)
+    diagnosis = diagnose(gather(profile=folder / "case.yaml"), with_effects=False)
+    changes = [r.change.id for f in diagnosis.findings for r in f.recommendations if r.change.id.startswith("rec.memory_config")]
+    assert changes == ["rec.memory_config_chunked"]

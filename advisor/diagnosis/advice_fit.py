@@ -243,6 +243,8 @@ def _reworded(rec: Recommendation, inputs: DiagnosisInputs) -> None:
     if rec.change.id == "rec.prefix_cache_1" and prefix_reuse_missing(inputs):
         # hits are missing, not inflated: "measure with fresh prompts" answers the opposite complaint
         rec.flag, rec.change = None, msg("rec.prefix_cache_no_hits")
+    if rec.change.id == "rec.memory_config_1" and inputs.engine is not None and inputs.engine.config.enable_chunked_prefill:
+        rec.change = msg("rec.memory_config_chunked")  # chunked prefill already on: not a change to make
     if rec.change.id == "rec.queueing_1" and requests_serialised(inputs):
         rec.flag, rec.change = None, msg("rec.queueing_serialised")  # the queue is made by what serialises the requests
     if rec.change.id == "rec.benchmark_methodology_1" and not words_say(THROUGHPUT_FORMULA, inputs):
@@ -268,7 +270,7 @@ def fit_to_deployment(rec: Recommendation, inputs: DiagnosisInputs) -> Recommend
     gpu, release = catalog_gpu(inputs), vllm_release(inputs)
     if flag.startswith("--kv-cache-dtype fp8") and (args.kv_cache_dtype or "").startswith("fp8"):
         return None  # already an fp8 KV cache
-    if change == "rec.memory_config_1" and (memory_fraction_in_use(inputs) or 0) >= 0.95:
+    if change in ("rec.memory_config_1", "rec.memory_config_chunked") and (memory_fraction_in_use(inputs) or 0) >= 0.95:
         rec.flag, rec.whatif = None, []  # never a value at or below one the user already runs
     if flag.startswith("--attention-backend") and ((_sm(gpu) or 8.0) < 7.5 or (args.attention_backend or "").upper() in flag.upper()):
         return None  # FlashInfer needs Turing or newer; or it is the backend already in use

@@ -12,7 +12,7 @@ import math
 from ..errors import AdvisorError
 from ..schema import Diagnosis, Finding, MissingMeasurement, Msg
 from ..schema.finding import Fact
-from ..schema.message import msg, q
+from ..schema.message import msg, q, q_time
 from .board import Board, Hypothesis
 from .causes import BENCH, GENERIC
 from .config_facts import detect_config
@@ -214,18 +214,12 @@ def _effect(result) -> Msg:
         for fig, key in EFFECT_FIGURES:
             x = d.get(fig)
             if x and x.before and x.after and not math.isclose(x.before, x.after, rel_tol=0.02):
-                moved.append((abs(math.log(x.after / x.before)), msg(key, before=_quantity(x.before, x.unit), after=_quantity(x.after, x.unit))))
+                moved.append((abs(math.log(x.after / x.before)), msg(key, before=q_time(x.before, x.unit), after=q_time(x.after, x.unit))))
         # the largest moves first: the short answer keeps two (a 1.4 s -> 0.8 s TTFT, not a 2.6 -> 3.4 running count)
         bits = [m for _, m in sorted(moved, key=lambda t: -t[0])]
         if bits:
             parts.append(msg("effect.point", load=p.point.label, changes=bits))
     return msg("effect.model", parts=parts) if parts else msg("effect.none")
-
-
-def _quantity(value: float, unit: str):
-    if unit == "ms" and value >= 10_000:
-        return q(round(value / 1000), "s")
-    return q(value, unit)
 
 
 def stated_facts(said) -> list[Msg]:

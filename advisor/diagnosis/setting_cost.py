@@ -14,7 +14,7 @@ import math
 
 from ..errors import AdvisorError
 from ..schema import BenchmarkRun, Evidence, Recommendation
-from ..schema.message import msg, q
+from ..schema.message import msg, q, q_time
 from .board import Board
 from .inputs import DiagnosisInputs, diagnosis_prompts, simulation_cost
 
@@ -78,20 +78,27 @@ def detect_setting_costs(inputs: DiagnosisInputs, board: Board) -> None:
         if gain is None or gain[0] < ESTABLISHING_GAIN:
             continue
         ratio, figure, unit, before, after = gain
-        shown = _value(default_value)
+        raw = _value(default_value)
+        # a default this release's table only assumes (gpu_memory_utilization 0.92 from 0.26 on) says so
+        shown = msg("detail.default_assumed", value=raw) if default.config.source_of(setting) == "assumed" else raw
         board.add(
             cause,
             min(MAX_WEIGHT, ESTABLISHING + 2.0 * math.log(ratio / ESTABLISHING_GAIN)),
-            Evidence(
-                kind="model", origin="model", load=run.load_label, label=msg("ev.at_default", figure=msg(figure), name=setting, value=shown),
-                value=round(after, 1), unit=unit, detail=msg("detail.with_your_setting", value=q(round(before, 1), unit)),
-            ),
+            Evidence(kind="model", origin="model", load=run.load_label, label=msg("ev.default_gain", figure=msg(figure), name=setting, value=shown), value=round(ratio, 2), unit="x"),
             reason=msg("reason.setting_cost", name=setting, yours=_value(getattr(engine.config, setting)), default=shown, figure=msg(figure),
-                       before=q(round(before, 1), unit), after=q(round(after, 1), unit), load=run.load_label),
+                       before=q_time(round(before, 1), unit), after=q_time(round(after, 1), unit), load=run.load_label),
             recommendation=None if setting in ADVISED_ELSEWHERE else Recommendation(
-                change=msg("rec.setting_default", name=setting, value=shown), flag=_flag(setting, default_value), whatif=[f"{setting}={shown}"]
+                change=msg("rec.setting_default", name=setting, value=shown), flag=_flag(setting, default_value), whatif=[f"{setting}={raw}"]
             ),
         )
+        if setting == "enable_prefix_caching" and inputs.shared_prefix_len:
+            board.get(cause).reasons.insert(0, _prefix_recomputed(inputs))  # the mechanism opens, the figures follow
+
+
+def _prefix_recomputed(inputs: DiagnosisInputs):
+    """The mechanism behind prefix caching's cost, in words: the shared tokens prefilled again by every request."""
+    shared, whole = inputs.shared_prefix_len, inputs.input_len
+    return msg("reason.prefix_recomputed", shared=q(shared, "tokens"), input=q(whole, "tokens"), share=q(round(100 * shared / whole), "%"))
 
 
 def _default_engine(inputs: DiagnosisInputs, setting: str, *, calibrated: bool):

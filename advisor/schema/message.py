@@ -47,3 +47,10 @@ def msg(id: str, **args) -> Msg:
 
 def q(value: float, unit: str) -> Quantity:
     return Quantity(value=float(value), unit=unit)
+
+
+def q_time(value: float, unit: str) -> Quantity:
+    """``q``, with a duration of 10 s or more in whole seconds (26 s, not 26,278 ms)."""
+    if unit == "ms" and value >= 10_000:
+        return q(round(value / 1000), "s")
+    return q(value, unit)
