@@ -135,3 +135,11 @@ def test_chunked_prefill_already_on_is_not_a_change_to_make(tmp_path) -> None:
     diagnosis = diagnose(gather(profile=folder / "case.yaml"), with_effects=False)
     changes = [r.change.id for f in diagnosis.findings for r in f.recommendations if r.change.id.startswith("rec.memory_config")]
     assert changes == ["rec.memory_config_chunked"]
+
+
+def test_a_benchmark_that_caps_its_clients_is_not_told_to_cap_them(tmp_path) -> None:
+    # a reviewer's find: `vllm bench serve --max-concurrency N` to runs whose benchmark ran with it
+    folder, _ = _folder("planted-14b-noprefix", tmp_path)
+    diagnosis = diagnose(gather(profile=folder / "case.yaml"), with_effects=False)
+    queueing = [r for f in diagnosis.findings for r in f.recommendations if r.change.id == "rec.queueing_1"]
+    assert queueing and all(r.flag is None for r in queueing)

@@ -280,6 +280,8 @@ def fit_to_deployment(rec: Recommendation, inputs: DiagnosisInputs) -> Recommend
             return None  # one replica per GPU needs the weights on one GPU, and two GPUs
         if _nvlink(inputs, gpu):
             rec.change = msg("rec.tp_comm_replicas")
+    if flag.startswith("vllm bench serve --max-concurrency") and any(r.offered_concurrency for r in inputs.measured if r.format != "observations"):
+        rec.flag = None  # the attached benchmark already caps its clients (a reviewer's find: 10 of 17 real runs)
     if change == "rec.prefix_cache_1" and args.enable_prefix_caching is False:
         return None  # nothing is cached: fresh prompts measure what these already measure
     if change == "rec.chunked_prefill_interference_1" and _gpus(inputs) == 1:
