@@ -143,3 +143,13 @@ def test_a_benchmark_that_caps_its_clients_is_not_told_to_cap_them(tmp_path) -> 
     diagnosis = diagnose(gather(profile=folder / "case.yaml"), with_effects=False)
     queueing = [r for f in diagnosis.findings for r in f.recommendations if r.change.id == "rec.queueing_1"]
     assert queueing and all(r.flag is None for r in queueing)
+
+
+def test_a_benchmarks_requests_in_flight_are_not_shown_as_running(tmp_path) -> None:
+    # a reviewer's find: the full answer's "running (mean)" column showed 37.6 beside max_num_seqs=6 (the
+    # benchmark's requests in flight, queued ones included); only the server's count goes there
+    from vllm_advisor.answer.figures import load_row
+
+    folder, _ = _folder("planted-14b-seqs6", tmp_path)
+    run = next(r for r in gather(profile=folder / "case.yaml", predict=False).measured if r.format != "observations")
+    assert run.achieved_concurrency > 6 and load_row(run).running is None

@@ -102,7 +102,10 @@ def load_row(run: BenchmarkRun) -> LoadRow:
         decode_tok_s=_mean(run.request_decode_tok_s),
         ttft_s=ttft / 1000.0 if ttft is not None else None,
         output_tok_s=run.output_throughput_tok_s,
-        running=running if running is not None else (run.achieved_concurrency if run_kind(run) != "model" else None),
+        # the server's running count only: a benchmark's requests in flight (sum of e2e / duration)
+        # count those waiting in the server's queue too (a reviewer's find: "37.6 running" beside
+        # max_num_seqs=6)
+        running=running,
         waiting=sv.waiting_mean if sv else None,
         # a measured run's server figures stay in the probe's metadata (server_preemptions of an observation)
         preemptions=sv.preemptions if sv else (run.metadata or {}).get("server_preemptions"),
