@@ -194,8 +194,8 @@ def _offered_clients(inputs: DiagnosisInputs) -> int | None:
 def _most_running(inputs: DiagnosisInputs) -> int | None:
     """An open stream's in-flight requests, which no client count gives: the most the server ran at
     once (its /metrics during the run), else the most the simulation of the measured rate ran. A
-    Poisson stream at 6 req/s ran 16 requests at most on a server whose KV pool holds 21.9 requests
-    of max_model_len: max_num_seqs=256 over-admits nothing there."""
+    Poisson stream at 6 req/s of 4K-token prompts ran 58 at most in its simulation, where 205 of that
+    length fit (21.9 of max_model_len): max_num_seqs=256 over-admits nothing there."""
     seen = [r.server_view.running_max for r in inputs.measured if r.server_view and r.server_view.running_max]
     seen = seen or [r.server_view.running_max for r in inputs.predicted if r.server_view and r.server_view.running_max]
     return math.ceil(max(seen)) if seen else None
