@@ -153,3 +153,11 @@ def test_a_benchmarks_requests_in_flight_are_not_shown_as_running(tmp_path) -> N
     folder, _ = _folder("planted-14b-seqs6", tmp_path)
     run = next(r for r in gather(profile=folder / "case.yaml", predict=False).measured if r.format != "observations")
     assert run.achieved_concurrency > 6 and load_row(run).running is None
+
+
+def test_a_change_is_verified_at_the_load_that_was_measured(tmp_path) -> None:
+    # a reviewer's find: every real run (16-64 clients) was told to verify its changes with one client
+    folder, _ = _folder("planted-8b-seqs16", tmp_path)
+    diagnosis = diagnose(gather(profile=folder / "case.yaml"), with_effects=False)
+    benches = [r.verify for f in diagnosis.findings for r in f.recommendations if r.verify and r.verify.startswith("vllm bench serve")]
+    assert benches and all("--max-concurrency 64 --num-prompts 192" in b for b in benches)

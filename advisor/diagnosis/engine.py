@@ -19,7 +19,7 @@ from .config_facts import detect_config
 from .inputs import DiagnosisInputs, diagnosis_prompts
 from .measured import detect_measured
 from .advice_fit import fitted_changes
-from .report_facts import HF_TRANSFORMERS, engine_display_name, engine_named_in_text, platform_named, transformers_loop
+from .report_facts import HF_TRANSFORMERS, engine_display_name, engine_named_in_text, highest_concurrency, platform_named, transformers_loop
 from .physics import detect_physics
 from .text_cues import detect_cues
 
@@ -140,12 +140,19 @@ SEVERITY_HIGH = 1.0 - math.exp(-2.0)
 SEVERITY_MEDIUM = 0.5  # the answer's own line between 'also contributing' and 'less likely' (embedded.LIKELY)
 
 
+def _bench_at_load(inputs: DiagnosisInputs) -> str:
+    """The benchmark that checks a change: the report's lengths at the most clients it ran or named
+    (its observations, attached benchmarks, workload or words); one client when none is known. A
+    reviewer's find: every real run at 16-64 clients was told to verify with one client."""
+    conc = highest_concurrency(inputs) or 1
+    return BENCH.format(inp=inputs.input_len, out=inputs.output_len, conc=conc, n=max(3 * conc, 10))
+
+
 def _finding(h: Hypothesis, inputs: DiagnosisInputs) -> Finding:
     recs = h.recommendations + [r.model_copy(deep=True) for r in GENERIC.get(h.cause, [])]
     for r in recs:
         if r.verify is None and inputs.input_len and inputs.output_len:
-            conc = max((o.concurrency or 1 for o in inputs.observations), default=1)
-            r.verify = BENCH.format(inp=inputs.input_len, out=inputs.output_len, conc=conc, n=max(3 * conc, 10))
+            r.verify = _bench_at_load(inputs)
     recs = fitted_changes(h.cause, recs, inputs)
     if h.probability is not None:
         severity = "high" if h.probability >= SEVERITY_HIGH else "medium" if h.probability >= SEVERITY_MEDIUM else "low"
@@ -373,12 +380,11 @@ def _missing(inputs: DiagnosisInputs, causes: list[str]) -> list[MissingMeasurem
             )
         )
     if not any(r.has_per_request_data for r in inputs.measured) and inputs.input_len and inputs.output_len:
-        conc = max((o.concurrency or 1 for o in inputs.observations), default=1)
         out.append(
             MissingMeasurement(
                 decides=["benchmark_methodology", "queueing", "chunked_prefill_interference"],
                 what=msg("missing.per_request"),
-                command=BENCH.format(inp=inputs.input_len, out=inputs.output_len, conc=conc, n=max(3 * conc, 10)),
+                command=_bench_at_load(inputs),
             )
         )
     return out
