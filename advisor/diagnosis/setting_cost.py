@@ -43,12 +43,8 @@ MAX_WEIGHT = 6.0
 #: of 1K+1K tokens costs 0.5 M per setting) is left uncosted; the settings' other rules still apply.
 SETTING_BUDGET = 300_000
 
-#: (figure's message id, how to read it from a predicted run, higher is better)
-FIGURES = (
-    ("figure.output_throughput_tok_s", lambda r: r.output_throughput_tok_s, "tok/s", True),
-    ("figure.ttft_p50", lambda r: r.ttft_ms.pct(50) if r.ttft_ms else None, "ms", False),
-    ("figure.tpot_ms", lambda r: r.tpot_ms.mean if r.tpot_ms else None, "ms", False),
-)
+#: The what-if figures (perf.whatif.COMPARED's labels) a default may gain on, with their message ids.
+FIGURES = {"TTFT p50": "figure.ttft_p50", "TPOT mean": "figure.tpot_ms", "output throughput": "figure.output_throughput_tok_s"}
 
 
 def detect_setting_costs(inputs: DiagnosisInputs, board: Board) -> None:
@@ -135,14 +131,18 @@ def _predict(inputs: DiagnosisInputs, engine, point) -> BenchmarkRun | None:
 
 def _best_gain(before: BenchmarkRun, after: BenchmarkRun):
     """(ratio, figure id, unit, before, after) of the figure the default improves most, or None."""
+    from ..perf.whatif import COMPARED
+
     best = None
-    for figure, get, unit, higher in FIGURES:
+    for label, get, unit, higher in COMPARED:
+        if label not in FIGURES:
+            continue
         b, a = get(before), get(after)
         if not b or not a:
             continue
         ratio = a / b if higher else b / a
         if best is None or ratio > best[0]:
-            best = (ratio, figure, unit, b, a)
+            best = (ratio, FIGURES[label], unit, b, a)
     return best
 
 
@@ -156,7 +156,9 @@ def _value(value) -> str:
 
 def _flag(setting: str, value) -> str | None:
     """The flag that sets the default; None for a default that is the absence of a flag (--enforce-eager)."""
-    name = setting.replace("_", "-")
+    from ..probe.engine_flags import lookup_field
+
+    name = lookup_field(setting).flag  # vLLM's canonical spelling, from the flag table
     if isinstance(value, bool):
-        return f"--{name}" if value else None
-    return f"--{name} {_value(value)}"
+        return name if value else None
+    return f"{name} {_value(value)}"
