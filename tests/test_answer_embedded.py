@@ -105,13 +105,13 @@ def test_chinese_answer_uses_chinese_structure_and_tags():
     for head in ("## 结论", "## 原因分析", "## 建议的修改", "## 还缺哪些测量", "## 参考来源"):
         assert head in md
     assert "## Why" not in md and "## Sources" not in md
-    assert "**KV cache 容量：KV cache 只能同时容纳很少的长请求**" in md
+    assert "**KV 缓存容量：KV 缓存只能同时容纳很少的长请求**" in md
     assert "- [实测] ITL p99 / p50：**85.2 毫秒** — bench.json" in md
     assert "- [用户报告] 单请求输出速度（含 TTFT）（c=40）：**22 tok/s** — 案例文件" in md
-    assert "KV cache 容量：**327,120 个 token**（每个 token 在每张卡上 128 KiB，相当于 5.1 个请求（每个 64,000 个 token）） [模型估算]" in md
-    assert "预计效果 [模型估算]：KV cache 327,120 个 token → 654,256 个 token" in md
+    assert "KV 缓存容量：**327,120 个 token**（每个 token 在每张卡上 128 KiB，相当于 5.1 个请求（每个 64,000 个 token）） [模型估算]" in md
+    assert "预计效果 [模型估算]：KV 缓存 327,120 个 token → 654,256 个 token" in md
     assert "### 2. 延迟主要来自排队等待，而不是计算（严重程度：中）" in md
-    assert "（用于区分：KV cache 容量 / 排队）" in md
+    assert "（用于区分：KV 缓存容量 / 排队）" in md
     assert "调优要点" in md
 
 
@@ -160,10 +160,10 @@ def test_motivating_case_figures_come_from_the_model_and_the_user():
     diagnosis = hand_diagnosis("zh")
     attach_sources(diagnosis, inputs, kb=False)
     md = write_answer(inputs, diagnosis).markdown
-    assert f"KV cache 容量：**{memory.kv_cache_tokens:,} 个 token** [模型估算，估计值]" in md
+    assert f"KV 缓存容量：**{memory.kv_cache_tokens:,} 个 token** [模型估算，估计值]" in md
     fit = memory.requests_that_fit(63000 + 1000)
     assert f"（每个请求 64,000 个 token，输入 + 输出）：**{fmt_number(fit)} 个请求** [模型估算，估计值]" in md
-    assert "每个 token 在每张卡上占用的 KV cache：**128 KiB** [模型估算，精确值]" in md  # Qwen2.5-32B: 64 x 8 x 128 x 2 x 2 B / TP 2
+    assert "每个 token 在每张卡上占用的 KV 缓存：**128 KiB** [模型估算，精确值]" in md  # Qwen2.5-32B: 64 x 8 x 128 x 2 x 2 B / TP 2
     assert "输入长度：**63,000 个 token** [用户报告]" in md
     assert "`tensor_parallel_size`：**2** [用户设置]" in md
     assert "`max_num_batched_tokens`：**2,048 个 token** [假定的默认值]" in md

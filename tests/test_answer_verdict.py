@@ -77,7 +77,7 @@ def test_the_deployments_own_figures_answer_yes_or_probably_not():
     """The motivating case: its KV figures are computed, so a question about the KV cache gets yes on
     those figures, and one about the tokenizer gets 'probably not' with what would rule it out."""
     yes = _opening("是 KV cache 不够导致的吗？", "--profile", str(SEED))
-    assert yes.startswith("是的") and "KV cache" in yes and "算出的数字" in yes
+    assert yes.startswith("是的") and "KV 缓存" in yes and "算出的数字" in yes
     no = _opening("是 tokenizer 导致的吗？", "--profile", str(SEED))
     assert no.startswith("多半不是") and "CPU" in no
 

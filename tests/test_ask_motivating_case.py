@@ -36,7 +36,7 @@ def test_answer_is_in_chinese(answer):
 
 def test_how_many_requests_fit_in_the_kv_cache(answer):
     text = answer["full_answer"]
-    assert "KV cache" in text and "327,120" in text  # tokens the cache holds (model)
+    assert "KV 缓存" in text and "327,120" in text  # tokens the cache holds (model)
     assert re.search(r"同时只能跑约 5\.\d 个请求", text)
 
 

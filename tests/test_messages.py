@@ -51,7 +51,7 @@ def test_rendering_is_typed_and_localised():
     assert "5.11 个请求" in zh and "327,120 个 token" in zh and "个并发客户端" in zh
     assert render(m, "zh-CN") == zh and render(m, "fr") == en  # unknown languages fall back to English
     nested = msg("effect.model", parts=[msg("effect.kv", before=q(327120, "tokens"), after=q(654256, "tokens")), msg("effect.point", load="c=100", changes=[msg("effect.running", before=q(5.02, "requests"), after=q(9.97, "requests"))])])
-    assert render(nested, "zh") == "KV cache 327,120 个 token → 654,256 个 token；c=100：运行中 5.02 个请求 → 9.97 个请求"
+    assert render(nested, "zh") == "KV 缓存 327,120 个 token → 654,256 个 token；c=100：运行中 5.02 个请求 → 9.97 个请求"
     assert text("en", "since.new", t="kv_capacity", c=0.78) == "new: The KV cache holds too few requests of this length (confidence 78%)"
 
 

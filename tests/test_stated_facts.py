@@ -118,7 +118,7 @@ def test_ask_says_what_it_read_and_answers_with_numbers(seed_post):
     assert any(n.startswith("以下取自你的描述") and "H800-SXM" in n for n in notes), notes
     assert not any("未提供" in n for n in notes), notes
     text = CliRunner().invoke(cli, ["ask", seed_post, "--no-log"], catch_exceptions=False).output
-    assert "以下取自你的描述" in text and "KV cache" in text
+    assert "以下取自你的描述" in text and "KV 缓存" in text
     assert "未提供模型和 GPU" not in text
 
 

@@ -136,7 +136,7 @@ async def test_profile_then_the_motivating_question():
     async with app.run_test(size=(120, 40)) as pilot:
         await send(pilot, app, f"/profile {SEED}")
         await idle(pilot, app)
-        assert "KV cache 容量: 327,120 个 token [模型估算]" in text_of(app, "#facts-text")  # the case asks in Chinese
+        assert "KV 缓存容量: 327,120 个 token [模型估算]" in text_of(app, "#facts-text")  # the case asks in Chinese
         assert "GPU: 2 × H800" in text_of(app, "#facts-text")
         await send(pilot, app, QUESTION)
         await idle(pilot, app)
