@@ -33,10 +33,14 @@ class Case:
     shared_prefix_len: int = 0
     version: str = "0.8.5"
     tags: tuple[str, ...] = field(default_factory=tuple)
+    intake_delay_ms: float | None = None  # None: the release's own (0 before the fit's release)
 
     def engine(self):
         dep = Deployment(engine="vllm", model=self.model, gpu=self.gpu, num_gpus=self.num_gpus, vllm_version=self.version)
-        return build_engine_model(dep, EngineArgs(**self.args), needed_model_len=self.input_len + self.output_len)
+        em = build_engine_model(dep, EngineArgs(**self.args), needed_model_len=self.input_len + self.output_len)
+        if self.intake_delay_ms is not None:
+            em.step.eff = em.step.eff.model_copy(update={"intake_delay_ms": self.intake_delay_ms})
+        return em
 
     def workload(self) -> Workload:
         return Workload(self.input_len, self.output_len, self.num_prompts, self.concurrency, self.rate, self.shared_prefix_len, seed=3)
@@ -67,6 +71,14 @@ CASES = [
     Case("mla-deepseek-r1-long", "deepseek-ai/DeepSeek-R1", "H200", 8, {"tensor_parallel_size": 8, "quantization": "fp8"}, 60000, 300, 24, concurrency=16, tags=("mla", "moe", "long")),
     Case("sliding-window-gemma2", "google/gemma-2-27b-it", "H100", 1, {}, 6000, 300, 96, concurrency=32, tags=("sliding",)),
     Case("partial-prefill-cap", *LLAMA8[:3], {"max_num_partial_prefills": 1, "long_prefill_token_threshold": 1024}, 6000, 200, 96, concurrency=32, tags=("cap",)),
+    # requests reach the scheduler some ms after they are sent: waves of replacements, arrivals that
+    # fall inside a stretch, a queue that empties while requests are still on their way
+    Case("intake-short-c64", *LLAMA8, 1000, 200, 192, concurrency=64, intake_delay_ms=30.0, tags=("dense", "short", "intake")),
+    Case("intake-prefix-c16", *LLAMA8, 8192, 128, 48, concurrency=16, shared_prefix_len=7168, intake_delay_ms=25.0, tags=("prefix", "intake")),
+    Case("intake-poisson", *LLAMA8, 1000, 300, 200, rate=20.0, intake_delay_ms=40.0, tags=("poisson", "intake")),
+    Case("intake-c1", *LLAMA8, 4000, 100, 6, concurrency=1, intake_delay_ms=30.0, tags=("closed", "intake")),
+    Case("intake-63k-kv-bound", *QWEN32, 63000, 300, 60, concurrency=40, intake_delay_ms=50.0, tags=("long", "preempt", "intake")),
+    Case("intake-release-0.26", "Qwen/Qwen2.5-14B-Instruct", "H200", 1, {"max_model_len": 16384}, 12288, 64, 8, concurrency=4, version="0.26.0", tags=("intake",)),
     Case("v0-unchunked", "meta-llama/Llama-3.1-8B-Instruct", "A100-80G", 1, {"max_model_len": 20000}, 12000, 300, 64, concurrency=24, version="0.6.4", tags=("unchunked",)),
 ]
 
@@ -153,6 +165,7 @@ def random_cases(seed: int, count: int) -> list[Case]:
         prefix = rng.choice([0, 0, 0, min(input_len - 1, 1024), input_len // 2])
         out.append(
             Case(f"random-{seed}-{i}", model, gpu, n, args, input_len, output_len, rng.choice([20, 60, 150]),
-                 concurrency=concurrency, rate=rate, shared_prefix_len=prefix, version=rng.choice(["0.8.5", "0.10.1", "0.6.4"]))
+                 concurrency=concurrency, rate=rate, shared_prefix_len=prefix, version=rng.choice(["0.8.5", "0.10.1", "0.6.4", "0.26.0"]),
+                 intake_delay_ms=rng.choice([None, None, 5.0, 30.0]))
         )
     return out

@@ -675,5 +675,5 @@ def ceiling_efficiency(base):
     # per-request intake time and the eager kernel launches
     return base.model_copy(
         update={"eff_gemm": hi, "eff_mem": hi, "eff_attn_prefill": hi, "eff_attn_decode": hi, "eff_comm": hi, "step_overhead_ms": 0.0, "per_seq_overhead_us": 0.0,
-                "prefill_request_overhead_ms": 0.0, "eager_launch_us_per_layer": 0.0, "mixed_step_factor": min(1.0, base.mixed_step_factor)}
+                "prefill_request_overhead_ms": 0.0, "intake_delay_ms": 0.0, "eager_launch_us_per_layer": 0.0, "mixed_step_factor": min(1.0, base.mixed_step_factor)}
     )

@@ -204,6 +204,11 @@ class Efficiency(BaseModel):
     prefill_request_overhead_ms: float = _engine(
         "prefill_request_overhead_ms", "vLLM's host time per request whose prefill starts in a step (request intake, KV allocation, first-token output), ms (fitted)"
     )
+    intake_delay_ms: float = _engine(
+        "intake_delay_ms",
+        "time from a request's send to the moment vLLM's scheduler sees it (HTTP, API server, engine-core queue), ms (fitted); "
+        "spent off the GPU, so other requests' steps run meanwhile",
+    )
     decode_graph_factor: float = _engine(
         "decode_graph_factor", "a decode-only step replayed as a CUDA graph of torch.compile'd kernels takes this multiple of the kernels timed one by one (fitted)"
     )
@@ -217,7 +222,9 @@ class Efficiency(BaseModel):
 SOURCED_FIELDS = ("eff_comm", "allreduce_latency_us", "eager_launch_us_per_layer")
 #: What the engine fields were before the fit (sourced overheads, no graph factors): kept for vLLM
 #: versions older than the one measured, or not given, whose host path and graphs may differ.
-PRE_FIT_ENGINE_VALUES = {"step_overhead_ms": 2.0, "per_seq_overhead_us": 10.0, "prefill_request_overhead_ms": 0.0, "decode_graph_factor": 1.0, "mixed_step_factor": 1.0}
+PRE_FIT_ENGINE_VALUES = {
+    "step_overhead_ms": 2.0, "per_seq_overhead_us": 10.0, "prefill_request_overhead_ms": 0.0, "intake_delay_ms": 0.0, "decode_graph_factor": 1.0, "mixed_step_factor": 1.0,
+}
 
 
 def engine_fit_applies(vllm_version: str | None, version_assumed: bool) -> bool:
@@ -250,7 +257,7 @@ def real_vllm_error(vllm_version: str | None, version_assumed: bool) -> dict[str
 
 
 #: Fields fitted to a real vLLM server's end-to-end runs (issue 18).
-ENGINE_FIELDS = ("step_overhead_ms", "per_seq_overhead_us", "prefill_request_overhead_ms", "decode_graph_factor", "mixed_step_factor")
+ENGINE_FIELDS = ("step_overhead_ms", "per_seq_overhead_us", "prefill_request_overhead_ms", "intake_delay_ms", "decode_graph_factor", "mixed_step_factor")
 
 __all__ = [
     "CALIBRATION_FILE",

@@ -64,6 +64,7 @@ class EngineModel:
             enable_prefix_caching=c.enable_prefix_caching,
             long_prefill_token_threshold=c.long_prefill_token_threshold,
             max_num_partial_prefills=c.max_num_partial_prefills if c.source_of("max_num_partial_prefills") == "user" else None,
+            intake_delay_s=self.step.eff.intake_delay_ms * 1e-3,
         )
 
     def decode_step_ms(self, batch_size: int, context_len: int) -> float:

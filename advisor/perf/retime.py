@@ -24,7 +24,10 @@ from .step_time import StepTimeModel
 
 
 def can_retime(result: SimResult, model: object) -> bool:
-    return result.workload.concurrency is not None and isinstance(model, StepTimeModel) and model.affine_in_context and bool(result.steps)
+    # An intake delay makes a closed loop's admissions depend on the clock (a replacement sent at a
+    # step's end is seen after a fixed time, not after a fixed number of steps): simulate again.
+    return (result.workload.concurrency is not None and not result.limits.intake_delay_s and isinstance(model, StepTimeModel)
+            and model.affine_in_context and bool(result.steps))
 
 
 class Retimer:

@@ -136,8 +136,12 @@ def deployment_of(result: dict, path: Path) -> tuple[Deployment, EngineArgs]:
     except (KeyError, TypeError) as exc:
         raise InputFileError(f"{path}: not a benchmarks/gpu/vllm_e2e.py results file (missing {exc})") from exc
     version = str((result.get("env") or {}).get("vllm") or result.get("server_log", {}).get("vllm_version") or "0.26.0")
-    dep = Deployment(engine="vllm", vllm_version=version, model=model, gpu=result.get("gpu") or "H200", num_gpus=1)
+    # The harness wrote "gpu": "H200" whatever the card; nvidia-smi's name (first field) is what ran.
+    smi = str((result.get("env") or {}).get("nvidia-smi") or "").split(",")[0].strip()
+    dep = Deployment(engine="vllm", vllm_version=version, model=model, gpu=smi or result.get("gpu") or "H200", num_gpus=1)
+    extra = [str(a) for a in server.get("extra_args") or []]
     args = EngineArgs(
+        enforce_eager=True if "--enforce-eager" in extra else None,
         model=model,
         tensor_parallel_size=1,
         max_model_len=server.get("max_model_len"),
