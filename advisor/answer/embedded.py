@@ -352,7 +352,15 @@ def _recommendations(diagnosis: Diagnosis) -> list[tuple[Finding, Recommendation
                 continue
             seen.add(key)
             out.append((f, r))
-    return out
+    return _own_settings_first(out)
+
+
+def _own_settings_first(recs: list[tuple[Finding, Recommendation]]) -> list[tuple[Finding, Recommendation]]:
+    """A change that puts one of the user's own settings back to vLLM's default (the model costed it:
+    setting_cost) comes before the others: it undoes what was done, where fp8 KV or more replicas
+    add something new (a real run with --gpu-memory-utilization 0.3 was told those first)."""
+    own = [x for x in recs if x[1].change.id == "rec.setting_default"]
+    return own + [x for x in recs if x not in own]
 
 
 def render_change(diagnosis: Diagnosis, language: str, recs: list[tuple[Finding, Recommendation]], above: list[Msg]) -> list[str]:
@@ -664,7 +672,7 @@ def _top_changes(diagnosis: Diagnosis, first: list[Finding]) -> list[tuple[Findi
     rest = [x for x in recs if x not in modelled]
     first_own = [x for x in recs if x[0] in first][:1]
     picked = first_own + [x for x in modelled + rest if x not in first_own]
-    return picked[:SHORT_CHANGES]
+    return _own_settings_first(picked)[:SHORT_CHANGES]
 
 
 def resolve_language(inputs, diagnosis: Diagnosis, language: str | None) -> str:
