@@ -84,7 +84,7 @@ def test_motivating_question_in_a_real_terminal(terminal):
     terminal.wait_for("Ask about your deployment", "^q Quit", timeout=30)
     terminal.keys(f"/attach {SEED}", literal=True)
     terminal.keys("Enter")
-    screen = terminal.wait_for("as the deployment's case file", "KV cache 容量: 327,120", timeout=120)
+    screen = terminal.wait_for("as the deployment's case file", "KV 缓存容量: 327,120", timeout=120)
     assert "seed-qwen32b-h800-long-input" in screen  # the evidence panel
 
     terminal.keys(MOTIVATING, literal=True)
