@@ -189,3 +189,22 @@ def test_clients_beyond_the_kv_pool_are_over_admitted(folders) -> None:
     board = Board()
     detect_config(inputs, board)
     assert [r.id for r in board.hypotheses["max_num_seqs_limit"].reasons] == ["reason.max_num_seqs_over"]
+
+
+def test_vllms_own_maximum_concurrency_is_read_from_its_log(folders) -> None:
+    # the same run: its server log prints "Maximum concurrency for 40,960 tokens per request: ...x";
+    # the rule uses that figure, tagged as measured from the log (a model figure was tagged
+    # "reported", and a log without a modelled GPU gave no figure at all)
+    from vllm_advisor.diagnosis.config_facts import detect_config
+
+    inputs = gather(profile=folders["c64-in16k"] / "case.yaml")
+    logged = next(log.max_concurrency for log in inputs.server_logs if log.max_concurrency)
+    board = Board()
+    detect_config(inputs, board)
+    figures = [e for e in board.hypotheses["max_num_seqs_limit"].evidence if e.label.id == "ev.max_concurrency"]
+    assert [(e.kind, e.origin, e.value) for e in figures] == [("measured", "log", round(logged, 2))]
+    inputs.server_logs = []
+    board = Board()
+    detect_config(inputs, board)
+    figures = [e for e in board.hypotheses["max_num_seqs_limit"].evidence if e.label.id == "ev.max_concurrency"]
+    assert [(e.kind, e.origin) for e in figures] == [("model", "model")]

@@ -142,13 +142,15 @@ def collect_figures(inputs) -> Figures:
             return "exact" if text.startswith("exact") else ("estimate" if text else None)
 
         figs.memory.append(Figure("weights_gib", memory.weights_gib, "GiB", "model", how("weights_gib")))
-        figs.memory.append(Figure("kv_cache_gib", memory.kv_cache_gib, "GiB", "model", "estimate"))
+        # the pool a server log measured (diagnosis.logged_memory) is shown as measured, not estimated
+        pool_kind, pool_how = ("measured", None) if memory.basis.get("kv_cache_gib", "").startswith("measured") else ("model", "estimate")
+        figs.memory.append(Figure("kv_cache_gib", memory.kv_cache_gib, "GiB", pool_kind, pool_how))
         if memory.has_sliding_layers:  # two parts, the window caps one
             figs.memory.append(Figure("kv_bytes_per_token_full", memory.kv_bytes_per_token_full / 1024.0, "KiB", "model", how("kv_bytes_per_token")))
             figs.memory.append(Figure("kv_bytes_per_token_sliding", memory.kv_bytes_per_token_sliding / 1024.0, "KiB", "model", how("kv_bytes_per_token"), label_values={"window": f"{memory.sliding_window:,}"}))
         else:
             figs.memory.append(Figure("kv_bytes_per_token", memory.kv_bytes_per_token / 1024.0, "KiB", "model", how("kv_bytes_per_token")))
-        figs.memory.append(Figure("kv_cache_tokens", memory.kv_cache_tokens, "tokens", "model", "estimate"))
+        figs.memory.append(Figure("kv_cache_tokens", memory.kv_cache_tokens, "tokens", pool_kind, pool_how))
         per_request = (inputs.input_len or 0) + (inputs.output_len or 0)
         if per_request and inputs.input_len:
             fit = memory.requests_that_fit(per_request)

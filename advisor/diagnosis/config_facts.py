@@ -165,18 +165,19 @@ def _max_num_seqs(inputs: DiagnosisInputs, board: Board, cfg, text: str) -> None
         # fitting, it cannot over-admit (real servers on their default max_model_len all print a
         # figure below 256)
         return
+    # vLLM's own figure where the words or an attached server log give it, else the memory model's
     reported = find_number(inputs.text, r"maximum concurrency for [\d,]+ tokens per request:?\s*([\d.]+)\s*x")
+    kind, origin = ("reported", "startup") if reported is not None else ("model", "model")
+    if reported is None:
+        reported = next((log.max_concurrency for log in inputs.server_logs if log.max_concurrency), None)
+        kind, origin = ("measured", "log") if reported is not None else (kind, origin)
     if reported is None and inputs.engine is not None:
         reported = inputs.engine.memory.max_concurrency
     if reported is not None and seqs > reported:
-        board.add(
-            "max_num_seqs_limit",
-            2.5,
-            cfg("max_num_seqs", seqs),
-            Evidence(kind="reported" if "maximum concurrency" in text else "model", origin="startup" if "maximum concurrency" in text else "model", label=msg("ev.max_concurrency"), value=round(reported, 2), unit="x"),
-            reason=msg("reason.max_num_seqs_over", seqs=seqs, fit=q(reported, "x")),
-        )
-        board.add("kv_capacity", 1.5, Evidence(kind="reported", origin="startup", label=msg("ev.max_concurrency"), value=round(reported, 2), unit="x"))
+        figure = Evidence(kind=kind, origin=origin, label=msg("ev.max_concurrency"), value=round(reported, 2), unit="x")
+        board.add("max_num_seqs_limit", 2.5, cfg("max_num_seqs", seqs), figure, reason=msg("reason.max_num_seqs_over", seqs=seqs, fit=q(reported, "x")))
+        # (it was tagged "reported" whatever gave it: a model figure read as the user's)
+        board.add("kv_capacity", 1.5, figure.model_copy())
 
 
 def _offered_clients(inputs: DiagnosisInputs) -> int | None:

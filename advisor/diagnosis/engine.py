@@ -191,7 +191,7 @@ def _predict_effects(findings: list[Finding], inputs: DiagnosisInputs) -> None:
                         inputs.deployment, inputs.engine_args, list(key), points,
                         input_len=inputs.input_len, output_len=inputs.output_len,
                         shared_prefix_len=inputs.shared_prefix_len or 0,
-                        num_prompts=diagnosis_prompts(points[0]), baseline_runs=baseline_runs,
+                        num_prompts=diagnosis_prompts(points[0]), baseline_runs=baseline_runs, memory_params=inputs.memory_params,
                     )
                     seen[key] = _effect(result)
                 except AdvisorError:
@@ -325,7 +325,8 @@ def _facts(inputs: DiagnosisInputs) -> list[Fact]:
     if e is not None:
         facts.append(Fact(label=msg("fact.tp"), value=float(e.config.tensor_parallel_size), basis=e.config.source_of("tensor_parallel_size")))
         facts.append(Fact(label=msg("fact.version"), value=e.config.vllm_version, basis="assumed" if e.config.version_assumed else "user"))
-        facts.append(Fact(label=msg("fact.kv_per_gpu"), value=round(e.memory.kv_cache_gib, 1), unit="GiB", basis="model"))
+        pool = "measured" if e.memory.basis.get("kv_cache_gib", "").startswith("measured") else "model"  # a server log's pool
+        facts.append(Fact(label=msg("fact.kv_per_gpu"), value=round(e.memory.kv_cache_gib, 1), unit="GiB", basis=pool))
         if e.memory.has_sliding_layers:
             # the capacity counts every token in the full-attention layers and at most the window in
             # the sliding ones: two figures, or the product of one of them with the tokens misleads
@@ -333,7 +334,7 @@ def _facts(inputs: DiagnosisInputs) -> list[Fact]:
             facts.append(Fact(label=msg("fact.kv_per_token_sliding", window=q(e.memory.sliding_window, "tokens")), value=round(e.memory.kv_bytes_per_token_sliding / 1024), unit="KiB", basis="exact"))
         else:
             facts.append(Fact(label=msg("fact.kv_per_token"), value=round(e.memory.kv_bytes_per_token / 1024), unit="KiB", basis="exact"))
-        facts.append(Fact(label=msg("fact.kv_tokens"), value=float(e.memory.kv_cache_tokens), unit="tokens", basis="model"))
+        facts.append(Fact(label=msg("fact.kv_tokens"), value=float(e.memory.kv_cache_tokens), unit="tokens", basis=pool))
         if inputs.input_len:
             length = inputs.input_len + (inputs.output_len or 0)
             facts.append(Fact(label=msg("fact.requests_fit", length=q(length, "tokens")), value=round(e.memory.requests_that_fit(length), 1), unit="requests", basis="model"))

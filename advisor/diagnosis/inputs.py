@@ -44,6 +44,9 @@ class DiagnosisInputs:
     metrics_summaries: list[dict[str, Any]] = field(default_factory=list)
     server_logs: list[ServerLogInfo] = field(default_factory=list)
     engine: Any = None  # perf.predict.EngineModel when the model and GPU are known
+    #: perf.memory.MemoryParams the engine (and every what-if of it) is built with: the KV pool an
+    #: attached server log measured (diagnosis.logged_memory), None to use the estimates
+    memory_params: Any = None
     #: the engine arguments ``engine`` was built from (the user's, plus what the advisor derived: a
     #: tensor-parallel size the weights need, a max_model_len the served requests prove), and those names
     modelled_args: EngineArgs | None = None
@@ -529,6 +532,7 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
     """Build the engine model and predict the measured load points, when the facts allow."""
     from ..perf.calibrate import calibrate as fit
     from ..perf.predict import LoadPoint, build_engine_model, predict_load_point
+    from .logged_memory import logged_memory_params
 
     dep = inputs.deployment
     if not dep.is_vllm:
@@ -557,6 +561,13 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
                 args, derived = fitted_args, fitted_derived
             except AdvisorError:
                 pass
+    params = logged_memory_params(inputs, engine)
+    if params is not None:
+        try:
+            engine = build_engine_model(dep, args, needed_model_len=needed, derived=derived, memory_params=params)
+            inputs.memory_params = params
+        except AdvisorError:
+            pass
     inputs.engine = engine
     inputs.modelled_args, inputs.modelled_derived = args, derived
     if not inputs.input_len or not inputs.output_len or not engine.memory.fits:

@@ -105,7 +105,8 @@ def _default_engine(inputs: DiagnosisInputs, setting: str, *, calibrated: bool):
 
     try:
         default = build_engine_model(
-            inputs.deployment, inputs.modelled_args.model_copy(update={setting: None}), needed_model_len=inputs.input_len + inputs.output_len, derived=inputs.modelled_derived
+            inputs.deployment, inputs.modelled_args.model_copy(update={setting: None}), needed_model_len=inputs.input_len + inputs.output_len, derived=inputs.modelled_derived,
+            memory_params=inputs.memory_params,
         )
     except AdvisorError:
         return None, None

@@ -66,12 +66,16 @@ class MemoryParams(BaseModel):
     2.99 GiB at 29,000 tokens within 10%.
     ``cuda_graph_gib``: memory held by captured CUDA graphs; subtracted only for versions that
     estimate it before sizing the KV cache (0.11 and later); 0 with enforce_eager.
+    ``logged_correction_gib``: what a server log of this deployment measured beyond these estimates
+    (signed: the estimate's KV pool minus the log's "GPU KV cache size"), so that the deployment and
+    every what-if of it start from the pool the server really had; 0 without a log.
     """
 
     non_torch_gib: float = 0.7
     non_torch_gib_per_extra_tp_rank: float = 0.3
     activation_bytes_per_token_factor: float = 1.0
     cuda_graph_gib: float = 0.5
+    logged_correction_gib: float = 0.0
 
 
 class MemoryEstimate(BaseModel):
@@ -191,7 +195,7 @@ def estimate_memory(
     act_per_token = p.activation_bytes_per_token_factor * (3 * model.intermediate_size_for_activation / tp + 4 * model.hidden_size) * 2
     activation = cfg.max_num_batched_tokens * act_per_token / GiB
     graphs = 0.0 if cfg.enforce_eager or tuple(map(int, cfg.vllm_version.split("."))) < (0, 11, 0) else p.cuda_graph_gib
-    kv_gib = requested - weights - non_torch - activation - graphs
+    kv_gib = requested - weights - non_torch - activation - graphs - p.logged_correction_gib
     basis = {
         "weights_gib": f"exact: {model.total_params / 1e9:.2f}B parameters x {bpp:g} bytes / (TP {tp} x PP {pp})",
         "kv_bytes_per_token": "exact: from the model's attention shapes",
@@ -199,6 +203,8 @@ def estimate_memory(
         "activation_peak_gib": f"estimate at max_num_batched_tokens={cfg.max_num_batched_tokens}",
         "cuda_graph_gib": "estimate" if graphs else "none (eager or version without the estimate)",
     }
+    if p.logged_correction_gib:
+        basis["kv_cache_gib"] = f"measured: the server log's KV cache size (the estimate {p.logged_correction_gib:+.2f} GiB)"
     if cfg.kv_cache_memory_bytes:
         kv_gib = cfg.kv_cache_memory_bytes / GiB
         basis["kv_cache_gib"] = "user: --kv-cache-memory-bytes"

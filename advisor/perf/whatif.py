@@ -26,6 +26,7 @@ from ..scalars import parse_scalar
 from ..schema import BenchmarkRun, Deployment, Distribution, EngineArgs, ServerView
 from .predict import EngineModel, LoadPoint, build_engine_model, predict_load_point
 from .simulator import StepBatch, Workload, simulate
+from .memory import MemoryParams
 from .step_time import Efficiency
 from .summary import sim_to_run
 
@@ -151,17 +152,19 @@ def what_if(
     shared_prefix_len: int = 0,
     efficiency: Efficiency | None = None,
     baseline_runs: dict | None = None,
+    memory_params: MemoryParams | None = None,
 ) -> WhatIfResult:
     """Predict every load point before and after the changes (with ``efficiency`` if calibrated).
 
     ``baseline_runs``: the "before" runs of earlier calls with the same deployment, engine args and
     efficiency, by load point and workload (filled in here), so a caller asking several what-ifs of
     one deployment simulates each point's "before" once (the simulation is deterministic: same
-    inputs, same run). Each call gets its own copy."""
+    inputs, same run). Each call gets its own copy. ``memory_params``: the deployment's (a KV pool a
+    server log measured), for both sides."""
     needed = input_len + output_len
-    base = build_engine_model(deployment, args, needed_model_len=needed, efficiency=efficiency)
+    base = build_engine_model(deployment, args, needed_model_len=needed, efficiency=efficiency, memory_params=memory_params)
     dep2, args2, special = apply_changes(deployment, args, changes)
-    changed = build_engine_model(dep2, args2, needed_model_len=needed, efficiency=efficiency)
+    changed = build_engine_model(dep2, args2, needed_model_len=needed, efficiency=efficiency, memory_params=memory_params)
     notes = list(dict.fromkeys(base.notes + changed.notes))
     result_points = []
     for point in points:
