@@ -143,7 +143,7 @@ def collect_figures(inputs) -> Figures:
 
         figs.memory.append(Figure("weights_gib", memory.weights_gib, "GiB", "model", how("weights_gib")))
         # the pool a server log measured (diagnosis.logged_memory) is shown as measured, not estimated
-        pool_kind, pool_how = ("measured", None) if memory.basis.get("kv_cache_gib", "").startswith("measured") else ("model", "estimate")
+        pool_kind, pool_how = ("measured", None) if memory.pool_measured else ("model", "estimate")
         figs.memory.append(Figure("kv_cache_gib", memory.kv_cache_gib, "GiB", pool_kind, pool_how))
         if memory.has_sliding_layers:  # two parts, the window caps one
             figs.memory.append(Figure("kv_bytes_per_token_full", memory.kv_bytes_per_token_full / 1024.0, "KiB", "model", how("kv_bytes_per_token")))

@@ -48,7 +48,7 @@ def detect_config(inputs: DiagnosisInputs, board: Board) -> None:
     _tensor_parallel(inputs, board, cfg)
     _versions(inputs, board, cfg, text)
     _batched_tokens(inputs, board, cfg, text)
-    _max_num_seqs(inputs, board, cfg, text)
+    _max_num_seqs(inputs, board, cfg)
     _max_num_seqs_below_clients(inputs, board, cfg)
     _rocm_attention(inputs, board, cfg)
     _small_model(inputs, board)
@@ -154,7 +154,7 @@ def _batched_tokens(inputs: DiagnosisInputs, board: Board, cfg, text: str) -> No
             )
 
 
-def _max_num_seqs(inputs: DiagnosisInputs, board: Board, cfg, text: str) -> None:
+def _max_num_seqs(inputs: DiagnosisInputs, board: Board, cfg) -> None:
     seqs = inputs.engine_args.max_num_seqs
     if not seqs:
         return
@@ -176,7 +176,6 @@ def _max_num_seqs(inputs: DiagnosisInputs, board: Board, cfg, text: str) -> None
     if reported is not None and seqs > reported:
         figure = Evidence(kind=kind, origin=origin, label=msg("ev.max_concurrency"), value=round(reported, 2), unit="x")
         board.add("max_num_seqs_limit", 2.5, cfg("max_num_seqs", seqs), figure, reason=msg("reason.max_num_seqs_over", seqs=seqs, fit=q(reported, "x")))
-        # (it was tagged "reported" whatever gave it: a model figure read as the user's)
         board.add("kv_capacity", 1.5, figure.model_copy())
 
 

@@ -325,7 +325,7 @@ def _facts(inputs: DiagnosisInputs) -> list[Fact]:
     if e is not None:
         facts.append(Fact(label=msg("fact.tp"), value=float(e.config.tensor_parallel_size), basis=e.config.source_of("tensor_parallel_size")))
         facts.append(Fact(label=msg("fact.version"), value=e.config.vllm_version, basis="assumed" if e.config.version_assumed else "user"))
-        pool = "measured" if e.memory.basis.get("kv_cache_gib", "").startswith("measured") else "model"  # a server log's pool
+        pool = "measured" if e.memory.pool_measured else "model"  # a server log's pool
         facts.append(Fact(label=msg("fact.kv_per_gpu"), value=round(e.memory.kv_cache_gib, 1), unit="GiB", basis=pool))
         if e.memory.has_sliding_layers:
             # the capacity counts every token in the full-attention layers and at most the window in

@@ -104,6 +104,11 @@ class MemoryEstimate(BaseModel):
     notes: list[str] = Field(default_factory=list)
 
     @property
+    def pool_measured(self) -> bool:
+        """The KV pool is the one a server log printed (MemoryParams.logged_correction_gib), not an estimate."""
+        return self.basis.get("kv_cache_gib", "").startswith("measured")
+
+    @property
     def has_sliding_layers(self) -> bool:
         """Some layers keep only a window of each request (the capacity figures differ then)."""
         return bool(self.kv_bytes_per_token_sliding and self.sliding_window)
