@@ -20,7 +20,7 @@ from vllm_advisor.perf.validation import deployment_of, predicted_figures
 #: The engine terms shipped before session 19 (no intake delay; 17.3 ms per starting prefill as step time).
 BEFORE_SESSION_19 = {"decode_graph_factor": 0.84424, "mixed_step_factor": 1.19647, "step_overhead_ms": 2.33405e-06, "per_seq_overhead_us": 14.6387,
                      "prefill_request_overhead_ms": 17.3344, "intake_delay_ms": 0.0}
-MODELS = {"llama31-8b": "Llama-3.1-8B-Instruct", "qwen25-14b": "Qwen2.5-14B-Instruct"}
+MODELS = {"llama31-8b": "Llama-3.1-8B-Instruct", "qwen25-14b": "Qwen2.5-14B-Instruct", "qwen3-30b-a3b": "Qwen3-30B-A3B"}
 FIGS = ("ttft_p50", "ttft_p90", "tpot_p50", "e2e_p50", "output_throughput")
 
 
