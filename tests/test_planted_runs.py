@@ -11,7 +11,8 @@ delay) predicts no first-token gain from vLLM's default budget at their loads, a
 default, measured on an H100 (check-8b-intake), had its TTFT p50 at 1.36 s, not below the 512-token
 run's. Session 19's two, held out and scored once after this session's changes to the model: a
 256-token budget under 64 clients of 2K prompts and a KV pool at 0.3 of the GPU under 32 clients of
-1K/2K tokens (40 preemptions): both first (benchmarks/RESULTS.md)."""
+1K/2K tokens (40 preemptions): both first; and on the MoE Qwen3-30B-A3B, --enforce-eager at 16 clients and
+--max-num-seqs 8 under 48 clients: both first (benchmarks/RESULTS.md)."""
 
 from __future__ import annotations
 
@@ -28,6 +29,7 @@ RUNS = REPO / "benchmarks" / "gpu" / "runs" / "2026-12-06-h100-planted"
 RUNS_B = REPO / "benchmarks" / "gpu" / "runs" / "2026-12-06-h100-planted-b"  # session 18's five
 RUNS_C = REPO / "benchmarks" / "gpu" / "runs" / "2026-12-06-h100-planted-c"  # session 18's three more, held out
 RUNS_D = REPO / "benchmarks" / "gpu" / "runs" / "2026-12-06-h100-planted-d"  # session 19's, held out, with a check
+RUNS_E = REPO / "benchmarks" / "gpu" / "runs" / "2026-12-06-h100-planted-e"  # session 19's MoE runs, held out
 CHECKS = REPO / "benchmarks" / "gpu" / "runs" / "2026-12-06-h100-intake"  # session 19's checks, same card
 sys.path.insert(0, str(REPO / "benchmarks" / "gpu"))
 
@@ -35,7 +37,7 @@ sys.path.insert(0, str(REPO / "benchmarks" / "gpu"))
 def _folder(run: str, tmp_path: Path) -> tuple[Path, list[str]]:
     import planted_artifacts
 
-    results, log, snaps = planted_artifacts.load_run(next(d for d in (RUNS, RUNS_B, RUNS_C, RUNS_D) if (d / run).is_dir()) / run)
+    results, log, snaps = planted_artifacts.load_run(next(d for d in (RUNS, RUNS_B, RUNS_C, RUNS_D, RUNS_E) if (d / run).is_dir()) / run)
     point = results["points"][0]
     out = planted_artifacts.write_point(results, point, snaps[point["id"]], log, tmp_path, planted_artifacts.QUESTION)
     return out, results["plan"]["planted"]["causes"]
@@ -43,7 +45,7 @@ def _folder(run: str, tmp_path: Path) -> tuple[Path, list[str]]:
 
 @pytest.mark.parametrize("run", ["planted-8b-eager", "planted-8b-seqs4", "planted-8b-kv", "planted-8b-longmix", "planted-14b-eager", "planted-8b-noprefix",
                                  "planted-14b-kv", "planted-14b-seqs6", "planted-14b-longmix", "planted-14b-noprefix", "planted-8b-seqs16",
-                                 "planted-8b-budget256", "planted-8b-preempt"])
+                                 "planted-8b-budget256", "planted-8b-preempt", "planted-moe-eager", "planted-moe-seqs8"])
 def test_the_set_cause_comes_first(run, tmp_path) -> None:
     folder, causes = _folder(run, tmp_path)
     inputs = gather(profile=folder / "case.yaml")
