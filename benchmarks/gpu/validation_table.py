@@ -11,10 +11,10 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from vllm_advisor.perf.efficiency import PRE_FIT_ENGINE_VALUES as BEFORE
 from vllm_advisor.perf.efficiency import Efficiency
 from vllm_advisor.perf.validation import validate_runs
 
-BEFORE = {"decode_graph_factor": 1.0, "mixed_step_factor": 1.0, "step_overhead_ms": 2.0, "per_seq_overhead_us": 10.0, "prefill_request_overhead_ms": 0.0}
 TARGET = {"tpot_p50": 0.10, "output_throughput": 0.10, "e2e_p50": 0.10, "ttft_p50": 0.15, "kv_cache_tokens": 0.03}
 COLS = ("ttft_p50", "ttft_p90", "tpot_p50", "itl_p50", "e2e_p50", "output_throughput", "running_mean", "waiting_mean")
 NAMES = {"ttft_p50": "TTFT p50 s", "ttft_p90": "TTFT p90 s", "tpot_p50": "TPOT p50 ms", "itl_p50": "ITL p50 ms", "e2e_p50": "E2E p50 s",
