@@ -113,27 +113,6 @@ def test_a_budget_that_costs_nothing_at_this_load_is_not_called_the_cause(run, t
     assert not [e for f in diagnosis.findings for e in f.evidence if e.label.id == "ev.default_gain"]
 
 
-def test_the_default_budgets_what_if_holds_to_its_measured_check(tmp_path) -> None:
-    # planted-8b-budget512's load measured again at vLLM's default budget on an H100 (check-8b-intake,
-    # c4-in16k; predictions committed before the run): TTFT p50 1.36 s (the 512-token run: 1.4 s mean),
-    # 101.6 tok/s. The what-if the answer prints must land near it, not at the 0.8 s the model without
-    # an intake delay predicted
-    from vllm_advisor.diagnosis import setting_cost
-    from vllm_advisor.perf.predict import LoadPoint
-    from vllm_advisor.perf.validation import predicted_figures, validate_runs
-
-    measured = next(p for p in validate_runs(CHECKS).points if p.run == "check-8b-intake" and p.point == "c4-in16k")
-    ttft = next(f.measured for f in measured.figures if f.figure == "ttft_p50")
-    tok_s = next(f.measured for f in measured.figures if f.figure == "output_throughput")
-    folder, _ = _folder("planted-8b-budget512", tmp_path)
-    inputs = gather(profile=folder / "case.yaml")
-    default, value = setting_cost._default_engine(inputs, "max_num_batched_tokens", calibrated=False)
-    assert value == 8192
-    predicted = predicted_figures(setting_cost._predict(inputs, default, LoadPoint(concurrency=4)))
-    assert predicted["ttft_p50"] == pytest.approx(ttft, rel=0.25)  # 1.36 s measured
-    assert predicted["output_throughput"] == pytest.approx(tok_s, rel=0.10)  # 101.6 tok/s measured
-
-
 def test_settings_past_the_simulation_budget_are_left_uncosted(tmp_path, monkeypatch) -> None:
     # each costed setting simulates the load point once more: past SETTING_BUDGET none is, and the
     # answer keeps its other evidence (a big load point must not push `ask` past a second)
@@ -204,24 +183,30 @@ def test_a_change_is_verified_at_the_load_that_was_measured(tmp_path) -> None:
     assert benches and all("--max-concurrency 64 --num-prompts 192" in b for b in benches)
 
 
-def test_a_budget_that_does_cost_is_priced_near_its_measured_check(tmp_path) -> None:
+@pytest.mark.parametrize(("run", "clients", "checks", "check", "tok_s_rel"), [
+    # planted-8b-budget512's load measured again at vLLM's default budget on an H100 (check-8b-intake,
+    # c4-in16k; predictions committed before the run): TTFT p50 1.36 s (the 512-token run: 1.4 s mean),
+    # 101.6 tok/s; the what-if must land near it, not at the 0.8 s the model without an intake delay gave
+    ("planted-8b-budget512", 4, CHECKS, ("check-8b-intake", "c4-in16k"), 0.10),
     # a 256-token budget under 64 clients of 2K prompts (planted-8b-budget256, held out, first at 0.95)
-    # and the same load at vLLM's 8,192 measured on the same H100 (check-8b-budget256-default): TTFT
-    # p50 4.43 -> 0.60 s, 1,345 -> 1,749 tok/s. The answer's what-if (5.85 -> 0.65 s) must land near
-    # the measured default
+    # and the same load at 8,192 on the same H100 (check-8b-budget256-default): TTFT p50 4.43 -> 0.60 s,
+    # 1,345 -> 1,749 tok/s; the answer's what-if says 5.85 -> 0.65 s
+    ("planted-8b-budget256", 64, RUNS_D, ("check-8b-budget256-default", "c64-in2k"), 0.15),
+])
+def test_the_default_budgets_what_if_holds_to_its_measured_check(run, clients, checks, check, tok_s_rel, tmp_path) -> None:
     from vllm_advisor.diagnosis import setting_cost
     from vllm_advisor.perf.predict import LoadPoint
     from vllm_advisor.perf.validation import predicted_figures, validate_runs
 
-    measured = next(p for p in validate_runs(RUNS_D).points if p.run == "check-8b-budget256-default")
+    measured = next(p for p in validate_runs(checks).points if (p.run, p.point) == check)
     figures = {f.figure: f.measured for f in measured.figures}
-    folder, _ = _folder("planted-8b-budget256", tmp_path)
+    folder, _ = _folder(run, tmp_path)
     inputs = gather(profile=folder / "case.yaml")
     default, value = setting_cost._default_engine(inputs, "max_num_batched_tokens", calibrated=False)
-    predicted = predicted_figures(setting_cost._predict(inputs, default, LoadPoint(concurrency=64)))
     assert value == 8192
-    assert predicted["ttft_p50"] == pytest.approx(figures["ttft_p50"], rel=0.25)  # 0.60 s measured
-    assert predicted["output_throughput"] == pytest.approx(figures["output_throughput"], rel=0.15)  # 1,749 tok/s measured
+    predicted = predicted_figures(setting_cost._predict(inputs, default, LoadPoint(concurrency=clients)))
+    assert predicted["ttft_p50"] == pytest.approx(figures["ttft_p50"], rel=0.25)
+    assert predicted["output_throughput"] == pytest.approx(figures["output_throughput"], rel=tok_s_rel)
 
 
 def test_the_users_own_setting_is_the_first_change(tmp_path) -> None:

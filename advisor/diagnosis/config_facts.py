@@ -165,18 +165,23 @@ def _max_num_seqs(inputs: DiagnosisInputs, board: Board, cfg) -> None:
         # fitting, it cannot over-admit (real servers on their default max_model_len all print a
         # figure below 256)
         return
-    # vLLM's own figure where the words or an attached server log give it, else the memory model's
-    reported = find_number(inputs.text, r"maximum concurrency for [\d,]+ tokens per request:?\s*([\d.]+)\s*x")
-    kind, origin = ("reported", "startup") if reported is not None else ("model", "model")
-    if reported is None:
-        reported = next((log.max_concurrency for log in inputs.server_logs if log.max_concurrency), None)
-        kind, origin = ("measured", "log") if reported is not None else (kind, origin)
-    if reported is None and inputs.engine is not None:
-        reported = inputs.engine.memory.max_concurrency
-    if reported is not None and seqs > reported:
-        figure = Evidence(kind=kind, origin=origin, label=msg("ev.max_concurrency"), value=round(reported, 2), unit="x")
+    found = _max_concurrency(inputs)
+    if found is not None and seqs > found[0]:
+        reported, figure = found
         board.add("max_num_seqs_limit", 2.5, cfg("max_num_seqs", seqs), figure, reason=msg("reason.max_num_seqs_over", seqs=seqs, fit=q(reported, "x")))
         board.add("kv_capacity", 1.5, figure.model_copy())
+
+
+def _max_concurrency(inputs: DiagnosisInputs) -> tuple[float, Evidence] | None:
+    """vLLM's "Maximum concurrency" (requests of max_model_len) and its evidence, tagged by what gave
+    it: the user's words, else an attached server log, else the memory model; None when nothing does."""
+    said = find_number(inputs.text, r"maximum concurrency for [\d,]+ tokens per request:?\s*([\d.]+)\s*x")
+    logged = next((log.max_concurrency for log in inputs.server_logs if log.max_concurrency), None)
+    modelled = inputs.engine.memory.max_concurrency if inputs.engine is not None else None
+    for value, kind, origin in ((said, "reported", "startup"), (logged, "measured", "log"), (modelled, "model", "model")):
+        if value is not None:
+            return value, Evidence(kind=kind, origin=origin, label=msg("ev.max_concurrency"), value=round(value, 2), unit="x")
+    return None
 
 
 def _offered_clients(inputs: DiagnosisInputs) -> int | None:
