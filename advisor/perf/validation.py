@@ -140,8 +140,10 @@ def deployment_of(result: dict, path: Path) -> tuple[Deployment, EngineArgs]:
     smi = str((result.get("env") or {}).get("nvidia-smi") or "").split(",")[0].strip()
     dep = Deployment(engine="vllm", vllm_version=version, model=model, gpu=smi or result.get("gpu") or "H200", num_gpus=1)
     extra = [str(a) for a in server.get("extra_args") or []]
+    kv_dtype = extra[extra.index("--kv-cache-dtype") + 1] if "--kv-cache-dtype" in extra[:-1] else None
     args = EngineArgs(
         enforce_eager=True if "--enforce-eager" in extra else None,
+        kv_cache_dtype=kv_dtype,
         model=model,
         tensor_parallel_size=1,
         max_model_len=server.get("max_model_len"),
