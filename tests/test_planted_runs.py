@@ -12,7 +12,10 @@ default, measured on an H100 (check-8b-intake), had its TTFT p50 at 1.36 s, not 
 run's. Session 19's two, held out and scored once after this session's changes to the model: a
 256-token budget under 64 clients of 2K prompts and a KV pool at 0.3 of the GPU under 32 clients of
 1K/2K tokens (40 preemptions): both first; and on the MoE Qwen3-30B-A3B, --enforce-eager at 16 clients and
---max-num-seqs 8 under 48 clients: both first (benchmarks/RESULTS.md)."""
+--max-num-seqs 8 under 48 clients: both first. Session 20's, with the attention backend set by hand on a
+card where vLLM picks FlashAttention (written before they ran): TRITON_ATTN on the 8B, developed against,
+and FLEX_ATTENTION on the 14B, held out and scored once: both first (before: not in the first three)
+(benchmarks/RESULTS.md)."""
 
 from __future__ import annotations
 
@@ -30,6 +33,7 @@ RUNS_B = REPO / "benchmarks" / "gpu" / "runs" / "2026-12-06-h100-planted-b"  # s
 RUNS_C = REPO / "benchmarks" / "gpu" / "runs" / "2026-12-06-h100-planted-c"  # session 18's three more, held out
 RUNS_D = REPO / "benchmarks" / "gpu" / "runs" / "2026-12-06-h100-planted-d"  # session 19's, held out, with a check
 RUNS_E = REPO / "benchmarks" / "gpu" / "runs" / "2026-12-06-h100-planted-e"  # session 19's MoE runs, held out
+RUNS_F = REPO / "benchmarks" / "gpu" / "runs" / "2026-12-06-h100-planted-f"  # session 20's attention backends
 CHECKS = REPO / "benchmarks" / "gpu" / "runs" / "2026-12-06-h100-intake"  # session 19's checks, same card
 sys.path.insert(0, str(REPO / "benchmarks" / "gpu"))
 
@@ -37,7 +41,7 @@ sys.path.insert(0, str(REPO / "benchmarks" / "gpu"))
 def _folder(run: str, tmp_path: Path) -> tuple[Path, list[str]]:
     import planted_artifacts
 
-    results, log, snaps = planted_artifacts.load_run(next(d for d in (RUNS, RUNS_B, RUNS_C, RUNS_D, RUNS_E) if (d / run).is_dir()) / run)
+    results, log, snaps = planted_artifacts.load_run(next(d for d in (RUNS, RUNS_B, RUNS_C, RUNS_D, RUNS_E, RUNS_F) if (d / run).is_dir()) / run)
     point = results["points"][0]
     out = planted_artifacts.write_point(results, point, snaps[point["id"]], log, tmp_path, planted_artifacts.QUESTION)
     return out, results["plan"]["planted"]["causes"]
@@ -45,7 +49,7 @@ def _folder(run: str, tmp_path: Path) -> tuple[Path, list[str]]:
 
 @pytest.mark.parametrize("run", ["planted-8b-eager", "planted-8b-seqs4", "planted-8b-kv", "planted-8b-longmix", "planted-14b-eager", "planted-8b-noprefix",
                                  "planted-14b-kv", "planted-14b-seqs6", "planted-14b-longmix", "planted-14b-noprefix", "planted-8b-seqs16",
-                                 "planted-8b-budget256", "planted-8b-preempt", "planted-moe-eager", "planted-moe-seqs8"])
+                                 "planted-8b-budget256", "planted-8b-preempt", "planted-moe-eager", "planted-moe-seqs8", "planted-8b-triton", "planted-14b-flex"])
 def test_the_set_cause_comes_first(run, tmp_path) -> None:
     folder, causes = _folder(run, tmp_path)
     inputs = gather(profile=folder / "case.yaml")
@@ -218,3 +222,38 @@ def test_the_users_own_setting_is_the_first_change(tmp_path) -> None:
     diagnosis = diagnose(gather(profile=folder / "case.yaml"))
     assert _recommendations(diagnosis)[0][1].flag == "--gpu-memory-utilization 0.92"
     assert _top_changes(diagnosis, diagnosis.findings[:1])[0][1].flag == "--gpu-memory-utilization 0.92"
+
+
+@pytest.mark.parametrize(("run", "backend", "figure"), [("planted-8b-triton", "TRITON_ATTN", "figure.ttft_p50"), ("planted-14b-flex", "FLEX_ATTENTION", "figure.tpot_ms")])
+def test_a_portable_attention_backend_is_told_what_it_costs(run, backend, figure, tmp_path) -> None:
+    # the model's figures are FLASH_ATTN's: measured TTFT p50 2.98 s against 1.05 s at c=8 x 16K on the
+    # 8B (Triton kernels), TPOT 234 ms against 23 ms at c=16 x 4K on the 14B (FlexAttention); the setting
+    # opens the answer with both figures, and putting it back is the first change
+    from vllm_advisor.answer.embedded import _recommendations
+
+    folder, _ = _folder(run, tmp_path)
+    diagnosis = diagnose(gather(profile=folder / "case.yaml"))
+    top = diagnosis.findings[0]
+    assert top.cause == "attention_backend" and top.confidence >= 0.5
+    assert top.reasons[0].id == "reason.backend_cost" and top.reasons[0].args["backend"] == backend
+    assert top.reasons[0].args["figure"].id == figure
+    gap = next(e for e in top.evidence if e.label.id == "ev.backend_gap")
+    assert gap.value >= 1.25
+    assert _recommendations(diagnosis)[0][1].flag == "--attention-backend FLASH_ATTN"
+
+
+def test_a_backend_set_but_measured_at_the_models_speed_is_not_called_the_cause(tmp_path) -> None:
+    # the long-mix run (FlashAttention, the default) with --attention-backend TRITON_ATTN written into its
+    # serve command: the setting is config evidence, but the measurement is what the model predicts for
+    # FLASH_ATTN, so no cost is measured and the chunk stalls stay first
+    import yaml
+
+    folder, _ = _folder("planted-8b-longmix", tmp_path)
+    case = yaml.safe_load((folder / "case.yaml").read_text())
+    case["deployment"]["serve_command"] += " --attention-backend TRITON_ATTN"
+    (folder / "case.yaml").write_text(yaml.safe_dump(case))
+    diagnosis = diagnose(gather(profile=folder / "case.yaml"), with_effects=False)
+    assert diagnosis.causes[0] == "chunked_prefill_interference"
+    backend = next(f for f in diagnosis.findings if f.cause == "attention_backend")
+    assert not [e for e in backend.evidence if e.label.id == "ev.backend_gap"]
+    assert [e for e in backend.evidence if e.kind == "config"]

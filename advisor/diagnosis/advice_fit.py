@@ -21,7 +21,7 @@ from .causes import WEIGHT_QUANT_FLAG
 from .deciding import fitted_command
 from .report_facts import (
     _A, _Z, BENCH_TOOL, HF_TRANSFORMERS, THROUGHPUT_FORMULA, catalog_gpu, engine_named_in_text, fp8_weights_unsupported, highest_concurrency, in_process_engine, kv_dtypes_compared,
-    offline_run, platform_named, PREFIX_REUSE_WORDS, prefix_caching_on, prefix_reuse_missing, requests_serialised, transformers_loop, weights_quantised, words_say,
+    offline_run, platform_named, portable_attention_set, PREFIX_REUSE_WORDS, prefix_caching_on, prefix_reuse_missing, requests_serialised, transformers_loop, weights_quantised, words_say,
 )
 
 #: The first vLLM release that has a flag or command (conservative: a release known to have it). A
@@ -257,6 +257,8 @@ def _reworded(rec: Recommendation, inputs: DiagnosisInputs) -> None:
         rec.flag, rec.change = None, msg("rec.version_regression_compare")  # no upgrade to undo: compare releases
     if rec.change.id == "rec.benchmark_methodology_check" and offline_run(inputs):
         rec.change = msg("rec.benchmark_methodology_offline")  # no stream, no client: what generate() timing includes
+    if rec.change.id in ("rec.attention_backend_1", "rec.attention_backend_check") and portable_attention_set(inputs):
+        rec.flag, rec.change = "--attention-backend FLASH_ATTN", msg("rec.attention_backend_default")  # undo the user's own setting
     if rec.change.id == "rec.spec_decode_1" and (highest_concurrency(inputs) or 99) <= 2:
         # one or two streams: "off at high concurrency" does not apply; the drafts or the drafter's cost do
         rec.change = msg("rec.spec_decode_low_load")

@@ -11,7 +11,7 @@ from ..schema import Evidence
 from ..schema.message import msg, q
 from .board import Board
 from .inputs import DiagnosisInputs
-from .report_facts import offline_run
+from .report_facts import flash_attention_gpu, offline_run, portable_attention_set
 from .text_cues import find_number, params_from_name
 
 #: GPU names that mean PCIe cards when the catalog does not know the GPU (whole words only).
@@ -51,6 +51,7 @@ def detect_config(inputs: DiagnosisInputs, board: Board) -> None:
     _max_num_seqs(inputs, board, cfg)
     _max_num_seqs_below_clients(inputs, board, cfg)
     _rocm_attention(inputs, board, cfg)
+    _portable_attention(inputs, board, cfg)
     _small_model(inputs, board)
     if one_gpu(inputs):
         board.exclude("tp_comm")  # no GPU-to-GPU traffic to limit anything
@@ -235,6 +236,16 @@ def _rocm_attention(inputs: DiagnosisInputs, board: Board, cfg) -> None:
     gpu = inputs.deployment.gpu or ""
     if AMD_GPU.search(gpu):
         board.add("attention_backend", 1.5, cfg("gpu", gpu), reason=msg("reason.rocm_attention"))
+
+
+def _portable_attention(inputs: DiagnosisInputs, board: Board, cfg) -> None:
+    """A portable attention backend set by hand on a GPU where vLLM would run FlashAttention: the
+    performance model (and vLLM's own choice) assume FlashAttention, so the setting is the first
+    thing to undo. (A backend only the server log names, picked by vLLM itself, is measured.py's.)"""
+    chosen = portable_attention_set(inputs)
+    if chosen:
+        gpu = flash_attention_gpu(inputs)
+        board.add("attention_backend", 2.0, cfg("attention_backend", chosen), reason=msg("reason.attention_portable", backend=chosen, gpu=gpu.name))
 
 
 def _small_model(inputs: DiagnosisInputs, board: Board) -> None:

@@ -6,7 +6,7 @@ from ..schema import BenchmarkRun, Evidence, Msg, Recommendation, ServerView
 from ..schema.message import msg, q
 from .board import Board
 from .inputs import DiagnosisInputs
-from .setting_cost import detect_setting_costs
+from .setting_cost import detect_backend_cost, detect_setting_costs
 
 PRE_HOPPER = ("ampere", "ada", "turing", "volta")
 
@@ -48,6 +48,7 @@ def detect_physics(inputs: DiagnosisInputs, board: Board) -> None:
     _decode_bandwidth(inputs, board)
     _attention_kernel(inputs, board)
     detect_setting_costs(inputs, board)
+    detect_backend_cost(inputs, board)
 
 
 def _profiling_pass(inputs: DiagnosisInputs, board: Board) -> None:

@@ -122,6 +122,28 @@ def catalog_gpu(inputs: DiagnosisInputs):
         return None
 
 
+#: Attention kernels vLLM offers beside FlashAttention for portability: its own Triton kernels,
+#: PyTorch's FlexAttention and SDPA, xFormers. On an NVIDIA GPU of compute capability 8.0 or newer
+#: vLLM's own pick is FLASH_ATTN (FlashAttention 2; 3 on Hopper), faster in prefill and at long context.
+PORTABLE_ATTENTION = re.compile(r"triton|flex|sdpa|xformers", re.IGNORECASE)
+
+
+def flash_attention_gpu(inputs: DiagnosisInputs):
+    """The catalog's NVIDIA GPU of compute capability 8.0 or newer (where vLLM picks FLASH_ATTN), or None."""
+    gpu = catalog_gpu(inputs)
+    try:
+        return gpu if gpu is not None and gpu.vendor == "nvidia" and float(gpu.compute_capability or 0) >= 8.0 else None
+    except ValueError:
+        return None
+
+
+def portable_attention_set(inputs: DiagnosisInputs) -> str | None:
+    """The portable attention backend the user set (flag or VLLM_ATTENTION_BACKEND) on a GPU where
+    vLLM would pick FLASH_ATTN, or None."""
+    chosen = inputs.engine_args.attention_backend
+    return chosen if chosen and PORTABLE_ATTENTION.search(chosen) and flash_attention_gpu(inputs) is not None else None
+
+
 def fp8_weights_unsupported(inputs: DiagnosisInputs) -> bool:
     """The deployment's accelerator has no FP8 tensor cores, so an FP8 checkpoint would not be faster."""
     spec = catalog_gpu(inputs)

@@ -17,6 +17,7 @@ from ..schema import BenchmarkRun, Evidence, Recommendation
 from ..schema.message import msg, q, q_time
 from .board import Board
 from .inputs import DiagnosisInputs, diagnosis_prompts, simulation_cost
+from .report_facts import flash_attention_gpu, portable_attention_set
 
 #: Engine argument -> the cause it belongs to (FORMAT.md's ids).
 SETTING_CAUSE = {
@@ -89,6 +90,32 @@ def detect_setting_costs(inputs: DiagnosisInputs, board: Board) -> None:
         )
         if setting == "enable_prefix_caching" and inputs.shared_prefix_len:
             board.get(cause).reasons.insert(0, _prefix_recomputed(inputs))  # the mechanism opens, the figures follow
+
+
+def detect_backend_cost(inputs: DiagnosisInputs, board: Board) -> None:
+    """What a portable attention backend the user set costs, measured: the model's figures are those
+    of vLLM's own FLASH_ATTN, so at a load point both measured and predicted (with the shipped
+    efficiencies, not calibrated to this measurement) the measured shortfall beyond the model's error
+    is the setting's price, evidence at the level of a setting the model costs."""
+    backend = portable_attention_set(inputs)
+    if backend is None:
+        return
+    pairs = [(m, p) for p in inputs.predicted if not p.calibrated and p.offered_concurrency
+             for m in inputs.measured if m.offered_concurrency == p.offered_concurrency and m.format != "observations"]
+    if not pairs:
+        return
+    measured, predicted = max(pairs, key=lambda mp: mp[0].offered_concurrency)
+    gain = _best_gain(measured, predicted)
+    if gain is None or gain[0] < ESTABLISHING_GAIN:
+        return
+    ratio, figure, unit, before, after = gain
+    weight = min(MAX_WEIGHT, ESTABLISHING + 2.0 * math.log(ratio / ESTABLISHING_GAIN))
+    evidence = Evidence(kind="model", origin="model", load=measured.load_label, label=msg("ev.backend_gap", figure=msg(figure)), value=round(ratio, 2), unit="x")
+    gpu = flash_attention_gpu(inputs)
+    reason = msg("reason.backend_cost", backend=backend, gpu=gpu.name, figure=msg(figure), measured=q_time(round(before, 1), unit), model=q_time(round(after, 1), unit),
+                 load=measured.load_label)
+    board.add("attention_backend", weight, evidence, recommendation=Recommendation(change=msg("rec.attention_backend_default"), flag="--attention-backend FLASH_ATTN"))
+    board.get("attention_backend").reasons.insert(0, reason)  # the setting and what it measurably costs, first
 
 
 def _prefix_recomputed(inputs: DiagnosisInputs):
