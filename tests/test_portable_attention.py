@@ -49,3 +49,9 @@ def test_no_such_evidence_where_the_backend_is_vllms_own_choice_or_as_fast(gpu, 
     diagnosis = _diagnose(tmp_path, gpu, command)
     assert not [e for e in _config_evidence(diagnosis) if e.label.args.get("name") == "attention_backend"]
     assert not [r for f in diagnosis.findings for r in f.reasons if r.id == "reason.attention_portable"]
+
+
+def test_triton_mla_is_vllms_own_choice_for_an_mla_model_on_ampere(tmp_path) -> None:
+    # FlashMLA needs Hopper: on an A100 vLLM picks TRITON_MLA itself, so naming it is no finding
+    diagnosis = _diagnose(tmp_path, "A100", "vllm serve deepseek-ai/DeepSeek-V2-Lite --attention-backend TRITON_MLA")
+    assert not [r for f in diagnosis.findings for r in f.reasons if r.id == "reason.attention_portable"]

@@ -230,3 +230,23 @@ def test_memo_says_how_far_the_model_was_from_real_vllm():
     assert "real vLLM server (vLLM 0.26.0 on one H200-SXM" in en and tpot in en and "older or unknown" not in en
     zh = _real_vllm_line("zh", SimpleNamespace(vllm_version="0.8.5", version_assumed=True))
     assert "真实 vLLM" in zh and tpot in zh and "较旧或未知" in zh
+
+
+def test_the_fp8_kv_cache_the_advice_gives_holds_on_real_vllm():
+    """The advice's first change for a full KV pool, checked on one H100 (session 20,
+    runs/2026-12-06-h100-kvfp8, predictions committed before the run): 64 clients of 8K prompts with
+    vLLM's default KV dtype, then with --kv-cache-dtype fp8. The pool doubles (449,968 -> 899,936
+    tokens measured), and the model's change in throughput and first-token time is the measured one."""
+    runs = validate_runs(RUNS.parent / "2026-12-06-h100-kvfp8")
+    kv = {k.run: k for k in runs.kv_cache}
+    assert kv["check-8b-kvfp8"].measured_tokens == 2 * kv["check-8b-kvauto"].measured_tokens
+    assert all(abs(k.error) <= 0.03 for k in kv.values())
+
+    def fig(run, name):
+        point = next(p for p in runs.points if p.run == run and p.point == "c64-in8k")
+        return next(f for f in point.figures if f.figure == name)
+
+    for name, rel in (("output_throughput", 0.05), ("ttft_p50", 0.25)):
+        measured = fig("check-8b-kvfp8", name).measured / fig("check-8b-kvauto", name).measured
+        predicted = fig("check-8b-kvfp8", name).predicted / fig("check-8b-kvauto", name).predicted
+        assert predicted == pytest.approx(measured, rel=rel), name  # x1.19 / x0.22 predicted, x1.19 / x0.28 measured

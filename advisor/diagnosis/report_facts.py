@@ -125,7 +125,8 @@ def catalog_gpu(inputs: DiagnosisInputs):
 #: Attention kernels vLLM offers beside FlashAttention for portability: its own Triton kernels,
 #: PyTorch's FlexAttention and SDPA, xFormers. On an NVIDIA GPU of compute capability 8.0 or newer
 #: vLLM's own pick is FLASH_ATTN (FlashAttention 2; 3 on Hopper), faster in prefill and at long context.
-PORTABLE_ATTENTION = re.compile(r"triton|flex|sdpa|xformers", re.IGNORECASE)
+#: Not the MLA backends: TRITON_MLA is vLLM's own choice for MLA models where FlashMLA does not run.
+PORTABLE_ATTENTION = re.compile(r"triton(?![_ ]?mla)|flex|sdpa|xformers", re.IGNORECASE)
 
 
 def flash_attention_gpu(inputs: DiagnosisInputs):
