@@ -30,3 +30,22 @@ def test_a_tp_the_user_gave_is_never_changed():
 
     _model(inputs, calibrate=False)
     assert inputs.engine.config.tensor_parallel_size == 1 and not inputs.engine.memory.fits
+
+
+def test_the_changes_are_costed_from_the_assumed_tp(tmp_path):
+    # the what-ifs of the advice start from the deployment as modelled: TP 2 for a 70B on 2 x A100-80GB
+    # with no TP given (from the user's own arguments, TP 1 does not fit, and every change read "not modelled")
+    import yaml
+
+    case = {
+        "question": "Throughput at 32 clients is lower than I hoped. What should I change?",
+        "deployment": {"engine": "vllm", "vllm_version": "0.26.0", "model": "Llama-3.1-70B-Instruct", "gpu": "A100-80GB", "num_gpus": 2,
+                       "serve_command": "vllm serve meta-llama/Llama-3.1-70B-Instruct --max-model-len 8192"},
+        "workload": {"input_len": 4000, "output_len": 500, "concurrency": [32]},
+    }
+    path = tmp_path / "case.yaml"
+    path.write_text(yaml.safe_dump(case))
+    inputs = gather(profile=path)
+    assert inputs.engine.config.tensor_parallel_size == 2 and inputs.engine_args.tensor_parallel_size is None
+    effects = [r.predicted_effect for f in diagnose(inputs).findings[:3] for r in f.recommendations if r.whatif]  # the first three are costed
+    assert effects and all(e is not None and e.id == "effect.model" for e in effects)

@@ -178,6 +178,11 @@ def _predict_effects(findings: list[Finding], inputs: DiagnosisInputs) -> None:
     if not points or not inputs.input_len or not inputs.output_len:
         return
     points = points[-1:]  # the heaviest load point tells the story; keeps `ask` fast
+    # from the deployment as modelled (a derived TP or max_model_len, the efficiencies calibrated to the
+    # user's measurements), the one the user's own prediction and the setting costs start from
+    args = inputs.modelled_args or inputs.engine_args
+    calibrated = inputs.calibration is not None and inputs.calibration.calibrated
+    efficiency = inputs.calibration.efficiency if calibrated else None
     seen: dict[tuple[str, ...], Msg] = {}
     baseline_runs: dict = {}  # every what-if below starts from the same deployment: one "before" simulation
     for f in findings:
@@ -188,7 +193,7 @@ def _predict_effects(findings: list[Finding], inputs: DiagnosisInputs) -> None:
             if key not in seen:
                 try:
                     result = what_if(
-                        inputs.deployment, inputs.engine_args, list(key), points,
+                        inputs.deployment, args, list(key), points, efficiency=efficiency,
                         input_len=inputs.input_len, output_len=inputs.output_len,
                         shared_prefix_len=inputs.shared_prefix_len or 0,
                         num_prompts=diagnosis_prompts(points[0]), baseline_runs=baseline_runs, memory_params=inputs.memory_params,
