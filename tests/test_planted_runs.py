@@ -257,3 +257,26 @@ def test_a_backend_set_but_measured_at_the_models_speed_is_not_called_the_cause(
     backend = next(f for f in diagnosis.findings if f.cause == "attention_backend")
     assert not [e for e in backend.evidence if e.label.id == "ev.backend_gap"]
     assert [e for e in backend.evidence if e.kind == "config"]
+
+
+def test_chunked_prefill_turned_off_is_costed_with_its_budget(tmp_path) -> None:
+    # the long-mix run's serve command with chunked prefill off (and the budget raised to 32,768 as vLLM then
+    # requires): the opening says the prompt is prefilled in one step, the first change turns chunking back
+    # on with vLLM's budget (the two put back together: on with a 32,768 budget changes nothing for a 24K
+    # prompt), and no smaller budget is offered alone (vLLM rejects one below max_model_len without chunking)
+    import yaml
+
+    from vllm_advisor.answer.embedded import _recommendations
+
+    folder, _ = _folder("planted-8b-longmix", tmp_path)
+    case = yaml.safe_load((folder / "case.yaml").read_text())
+    case["deployment"]["serve_command"] += " --no-enable-chunked-prefill --max-num-batched-tokens 32768"
+    (folder / "case.yaml").write_text(yaml.safe_dump(case))
+    diagnosis = diagnose(gather(profile=folder / "case.yaml"))
+    top = diagnosis.findings[0]
+    assert top.cause == "chunked_prefill_interference" and top.reasons[0].id == "reason.unchunked_prefill"
+    cost = next(e for e in top.evidence if e.label.id == "ev.default_gain")
+    assert cost.label.args["name"] == "enable_chunked_prefill" and cost.value >= 1.25
+    flags = [r.flag for _, r in _recommendations(diagnosis)]
+    assert flags[0] == "--enable-chunked-prefill --max-num-batched-tokens 8192"
+    assert not [f for f in flags if f and f.startswith("--max-num-batched-tokens")]

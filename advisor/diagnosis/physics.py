@@ -235,16 +235,17 @@ def _chunked_prefill(inputs: DiagnosisInputs, board: Board) -> None:
             continue
         budget = inputs.engine.config.max_num_batched_tokens
         smaller = max(512, budget // 4)
+        whole = inputs.engine.config.enable_chunked_prefill is False  # each prompt in one step; no smaller budget below a prompt
         board.add(
             "chunked_prefill_interference",
             2.0,
             _model(msg("ev.prefill_step"), round(mixed, 1), "ms", msg("detail.vs_decode_step", dec=q(dec, "ms"))),
             _model(msg("ev.mixed_share"), float(round(100 * share)), "%", load=run.load_label),
             reason=msg(
-                "reason.chunked_prefill", input=q(inputs.input_len, "tokens"), budget=q(budget, "tokens"), mixed=q(round(mixed), "ms"),
-                dec=q(round(dec), "ms"), load=run.load_label, share=q(round(100 * share), "%"),
+                "reason.unchunked_prefill" if whole else "reason.chunked_prefill", input=q(inputs.input_len, "tokens"), budget=q(budget, "tokens"),
+                mixed=q(round(mixed), "ms"), dec=q(round(dec), "ms"), load=run.load_label, share=q(round(100 * share), "%"),
             ),
-            recommendation=Recommendation(
+            recommendation=None if whole else Recommendation(
                 change=msg("rec.smaller_budget", tokens=smaller),
                 flag=f"--max-num-batched-tokens {smaller}",
                 whatif=[f"max_num_batched_tokens={smaller}"],

@@ -27,7 +27,12 @@ SETTING_CAUSE = {
     "gpu_memory_utilization": "memory_config",
     "kv_cache_dtype": "kv_quant",
     "enforce_eager": "cuda_graph",
+    "enable_chunked_prefill": "chunked_prefill_interference",
 }
+#: Settings put back together: vLLM without chunked prefill needs a budget of max_model_len or more, so a
+#: user who turned it off raised the budget too; turning it back on brings vLLM's budget back with it (and
+#: that budget alone is not costed while chunked prefill is off: it cannot go below a whole prompt).
+COUPLED = {"enable_chunked_prefill": ("max_num_batched_tokens",)}
 #: Settings whose cause's own change already says to undo them ("drop --enforce-eager", causes.py).
 ADVISED_ELSEWHERE = ("enforce_eager",)
 #: A predicted gain at the default that establishes the setting as a cause: x1.25 throughput, or the
@@ -64,6 +69,8 @@ def detect_setting_costs(inputs: DiagnosisInputs, board: Board) -> None:
     for setting, cause in SETTING_CAUSE.items():
         if getattr(inputs.engine_args, setting) is None or engine.config.source_of(setting) != "user":
             continue
+        if setting == "max_num_batched_tokens" and engine.config.enable_chunked_prefill is False:
+            continue  # costed with chunked prefill (COUPLED)
         default, default_value = _default_engine(inputs, setting, calibrated=run.calibrated)
         if default is None:
             continue
@@ -85,7 +92,8 @@ def detect_setting_costs(inputs: DiagnosisInputs, board: Board) -> None:
             reason=msg("reason.setting_cost", name=setting, yours=_value(getattr(engine.config, setting)), default=shown, figure=msg(figure),
                        before=q_time(round(before, 1), unit), after=q_time(round(after, 1), unit), load=run.load_label),
             recommendation=None if setting in ADVISED_ELSEWHERE else Recommendation(
-                change=msg("rec.setting_default", name=setting, value=shown), flag=_flag(setting, default_value), whatif=[f"{setting}={raw}"]
+                change=msg("rec.setting_default", name=setting, value=shown), flag=" ".join(filter(None, (_flag(k, getattr(default.config, k)) for k in _resets(inputs, setting)))) or None,
+                whatif=[f"{k}={_value(getattr(default.config, k))}" for k in _resets(inputs, setting)],
             ),
         )
         if setting == "enable_prefix_caching" and inputs.shared_prefix_len:
@@ -132,7 +140,8 @@ def _default_engine(inputs: DiagnosisInputs, setting: str, *, calibrated: bool):
 
     try:
         default = build_engine_model(
-            inputs.deployment, inputs.modelled_args.model_copy(update={setting: None}), needed_model_len=inputs.input_len + inputs.output_len, derived=inputs.modelled_derived,
+            inputs.deployment, inputs.modelled_args.model_copy(update=dict.fromkeys(_resets(inputs, setting))), needed_model_len=inputs.input_len + inputs.output_len,
+            derived=inputs.modelled_derived,
             memory_params=inputs.memory_params,
         )
     except AdvisorError:
@@ -143,6 +152,11 @@ def _default_engine(inputs: DiagnosisInputs, setting: str, *, calibrated: bool):
     # the same kernel efficiencies as the user's prediction
     default.step.eff = inputs.calibration.efficiency if calibrated else inputs.engine.step.eff
     return default, value
+
+
+def _resets(inputs: DiagnosisInputs, setting: str) -> list[str]:
+    """The settings a what-if puts back to vLLM's defaults for ``setting``: it, and those set with it (COUPLED)."""
+    return [setting, *[k for k in COUPLED.get(setting, ()) if getattr(inputs.engine_args, k) is not None]]
 
 
 def _predict(inputs: DiagnosisInputs, engine, point) -> BenchmarkRun | None:

@@ -143,6 +143,7 @@ def deployment_of(result: dict, path: Path) -> tuple[Deployment, EngineArgs]:
     kv_dtype = extra[extra.index("--kv-cache-dtype") + 1] if "--kv-cache-dtype" in extra[:-1] else None
     args = EngineArgs(
         enforce_eager=True if "--enforce-eager" in extra else None,
+        enable_chunked_prefill=False if "--no-enable-chunked-prefill" in extra else None,
         kv_cache_dtype=kv_dtype,
         model=model,
         tensor_parallel_size=1,
