@@ -82,7 +82,7 @@ def detect_setting_costs(inputs: DiagnosisInputs, board: Board) -> None:
         if gain is None or gain[0] < ESTABLISHING_GAIN:
             continue
         ratio, figure, unit, before, after = gain
-        raw = _value(default_value)
+        raw, resets = _value(default_value), _resets(inputs, setting)
         # a default this release's table only assumes (gpu_memory_utilization 0.92 from 0.26 on) says so
         shown = msg("detail.default_assumed", value=raw) if default.config.source_of(setting) == "assumed" else raw
         board.add(
@@ -92,8 +92,8 @@ def detect_setting_costs(inputs: DiagnosisInputs, board: Board) -> None:
             reason=msg("reason.setting_cost", name=setting, yours=_value(getattr(engine.config, setting)), default=shown, figure=msg(figure),
                        before=q_time(round(before, 1), unit), after=q_time(round(after, 1), unit), load=run.load_label),
             recommendation=None if setting in ADVISED_ELSEWHERE else Recommendation(
-                change=msg("rec.setting_default", name=setting, value=shown), flag=" ".join(filter(None, (_flag(k, getattr(default.config, k)) for k in _resets(inputs, setting)))) or None,
-                whatif=[f"{k}={_value(getattr(default.config, k))}" for k in _resets(inputs, setting)],
+                change=msg("rec.setting_default", name=setting, value=shown), flag=" ".join(filter(None, (_flag(k, getattr(default.config, k)) for k in resets))) or None,
+                whatif=[f"{k}={_value(getattr(default.config, k))}" for k in resets],
             ),
         )
         if setting == "enable_prefix_caching" and inputs.shared_prefix_len:
