@@ -237,6 +237,7 @@ def test_a_portable_attention_backend_is_told_what_it_costs(run, backend, figure
     assert top.cause == "attention_backend" and top.confidence >= 0.5
     assert top.reasons[0].id == "reason.backend_cost" and top.reasons[0].args["backend"] == backend
     assert top.reasons[0].args["figure"].id == figure
+    assert not [r for r in top.reasons if r.id == "reason.attention_portable"]  # said once, with the figures
     gap = next(e for e in top.evidence if e.label.id == "ev.backend_gap")
     assert gap.value >= 1.25
     assert _recommendations(diagnosis)[0][1].flag == "--attention-backend FLASH_ATTN"

@@ -123,7 +123,8 @@ def detect_backend_cost(inputs: DiagnosisInputs, board: Board) -> None:
     reason = msg("reason.backend_cost", backend=backend, gpu=gpu.name, figure=msg(figure), measured=q_time(round(before, 1), unit), model=q_time(round(after, 1), unit),
                  load=measured.load_label)
     board.add("attention_backend", weight, evidence, recommendation=Recommendation(change=msg("rec.attention_backend_default"), flag="--attention-backend FLASH_ATTN"))
-    board.get("attention_backend").reasons.insert(0, reason)  # the setting and what it measurably costs, first
+    reasons = board.get("attention_backend").reasons  # the setting and what it measurably costs, first; it says what the setting alone said
+    reasons[:] = [reason, *[r for r in reasons if r.id != "reason.attention_portable"]]
 
 
 def _prefix_recomputed(inputs: DiagnosisInputs):
