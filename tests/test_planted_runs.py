@@ -281,3 +281,19 @@ def test_chunked_prefill_turned_off_is_costed_with_its_budget(tmp_path) -> None:
     flags = [r.flag for _, r in _recommendations(diagnosis)]
     assert flags[0] == "--enable-chunked-prefill --max-num-batched-tokens 8192"
     assert not [f for f in flags if f and f.startswith("--max-num-batched-tokens")]
+
+
+def test_a_backend_named_only_by_the_server_log_is_found_the_same_way(tmp_path) -> None:
+    # the Triton run with --attention-backend taken out of the serve command the case gives: the server log's
+    # "non-default args" and "Using ... backend" lines still name TRITON_ATTN, so the setting, the log line
+    # and the measured cost are all evidence, and the finding comes first as before
+    import yaml
+
+    folder, _ = _folder("planted-8b-triton", tmp_path)
+    case = yaml.safe_load((folder / "case.yaml").read_text())
+    case["deployment"]["serve_command"] = case["deployment"]["serve_command"].replace(" --attention-backend TRITON_ATTN", "")
+    (folder / "case.yaml").write_text(yaml.safe_dump(case))
+    diagnosis = diagnose(gather(profile=folder / "case.yaml"), with_effects=False)
+    assert diagnosis.causes[0] == "attention_backend"
+    labels = {e.label.id for e in diagnosis.findings[0].evidence}
+    assert {"ev.setting", "ev.attention_backend_logged", "ev.backend_gap"} <= labels
