@@ -20,7 +20,7 @@ from .inputs import DiagnosisInputs
 from .causes import WEIGHT_QUANT_FLAG
 from .deciding import fitted_command
 from .report_facts import (
-    _A, _Z, BENCH_TOOL, HF_TRANSFORMERS, THROUGHPUT_FORMULA, catalog_gpu, engine_named_in_text, fp8_weights_unsupported, highest_concurrency, in_process_engine, kv_dtypes_compared,
+    _A, _Z, BENCH_TOOL, HF_TRANSFORMERS, THROUGHPUT_FORMULA, catalog_gpu, compute_capability, engine_named_in_text, fp8_weights_unsupported, highest_concurrency, in_process_engine, kv_dtypes_compared,
     offline_run, platform_named, portable_attention_set, PREFIX_REUSE_WORDS, prefix_caching_on, prefix_reuse_missing, requests_serialised, transformers_loop, weights_quantised, words_say,
 )
 
@@ -218,13 +218,6 @@ def _nvlink(inputs: DiagnosisInputs, gpu) -> bool:
     return gpu is not None and gpu.interconnect == "nvlink"
 
 
-def _sm(gpu) -> float | None:
-    try:
-        return float(gpu.compute_capability) if gpu is not None and gpu.compute_capability else None
-    except ValueError:
-        return None
-
-
 def _reworded(rec: Recommendation, inputs: DiagnosisInputs) -> None:
     """Changes whose words depend on the deployment, before the rules below read them."""
     if rec.flag == WEIGHT_QUANT_FLAG and (weights_quantised(inputs) or fp8_weights_unsupported(inputs)):
@@ -274,7 +267,7 @@ def fit_to_deployment(rec: Recommendation, inputs: DiagnosisInputs) -> Recommend
         return None  # already an fp8 KV cache
     if change in ("rec.memory_config_1", "rec.memory_config_chunked") and (memory_fraction_in_use(inputs) or 0) >= 0.95:
         rec.flag, rec.whatif = None, []  # never a value at or below one the user already runs
-    if flag.startswith("--attention-backend") and ((_sm(gpu) or 8.0) < 7.5 or (args.attention_backend or "").upper() in flag.upper()):
+    if flag.startswith("--attention-backend") and ((compute_capability(gpu) or 8.0) < 7.5 or (args.attention_backend or "").upper() in flag.upper()):
         return None  # FlashInfer needs Turing or newer; or it is the backend already in use
     if change == "rec.tp_comm_1":
         gpus = _gpus(inputs)

@@ -29,13 +29,19 @@ def _tpot(run: BenchmarkRun) -> float | None:
     return run.tpot_ms.mean if run.tpot_ms is not None and run.tpot_ms.mean else None
 
 
+def measured_with_predictions(inputs: DiagnosisInputs) -> list[tuple[BenchmarkRun, BenchmarkRun]]:
+    """Each measured load point (a benchmark file, not words) with the model's uncalibrated prediction
+    at the same load, in the order measured; points without a prediction left out."""
+    predicted = {r.load_label: r for r in inputs.predicted if not r.calibrated and not r.ceiling}
+    pairs = [(m, predicted.get(m.load_label)) for m in inputs.measured if m.format != "observations"]
+    return [(m, p) for m, p in pairs if p is not None]
+
+
 def model_agreement(inputs: DiagnosisInputs) -> ModelAgreement | None:
     """The first measured load point (a benchmark file, not words) whose uncalibrated prediction
     agrees on the server's output throughput and, where both give it, on TPOT; None when no measured
     point has a prediction or one of them disagrees."""
-    predicted = {r.load_label: r for r in inputs.predicted if not r.calibrated and not r.ceiling}
-    pairs = [(m, predicted.get(m.load_label)) for m in inputs.measured if m.format != "observations"]
-    pairs = [(m, p) for m, p in pairs if p is not None and m.output_throughput_tok_s and p.output_throughput_tok_s]
+    pairs = [(m, p) for m, p in measured_with_predictions(inputs) if m.output_throughput_tok_s and p.output_throughput_tok_s]
     if not pairs:
         return None
     for m, p in pairs:

@@ -8,7 +8,7 @@ from ..schema import Evidence, Msg
 from ..schema.message import msg, q
 from .board import Board
 from .inputs import DiagnosisInputs
-from .report_facts import PORTABLE_ATTENTION, flash_attention_gpu
+from .report_facts import portable_attention_here
 
 
 def detect_measured(inputs: DiagnosisInputs, board: Board) -> None:
@@ -204,7 +204,7 @@ def _server_logs(inputs: DiagnosisInputs, board: Board) -> None:
             board.add("preemption", 3.0, lg(msg("ev.log_preemptions"), float(log.preemptions_total or log.preemption_warnings)))
         if log.enforce_eager:
             board.add("cuda_graph", 1.0, lg(msg("ev.setting", name="enforce_eager"), "True"))
-        if log.attention_backend and PORTABLE_ATTENTION.search(log.attention_backend) and flash_attention_gpu(inputs) is not None:
+        if portable_attention_here(log.attention_backend, inputs):
             # vLLM runs a portable kernel where it would pick FlashAttention (set by hand, or forced by the model or dtype)
             board.add("attention_backend", 1.0, lg(msg("ev.attention_backend_logged"), log.attention_backend))
         waits = [s for s in log.stats if s.waiting]

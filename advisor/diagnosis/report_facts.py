@@ -129,20 +129,30 @@ def catalog_gpu(inputs: DiagnosisInputs):
 PORTABLE_ATTENTION = re.compile(r"triton(?![_ ]?mla)|flex|sdpa|xformers", re.IGNORECASE)
 
 
+def compute_capability(gpu) -> float | None:
+    """A catalog GPU's CUDA compute capability as a number (9.0), or None when it has none or it is not one."""
+    try:
+        return float(gpu.compute_capability) if gpu is not None and gpu.compute_capability else None
+    except ValueError:
+        return None
+
+
 def flash_attention_gpu(inputs: DiagnosisInputs):
     """The catalog's NVIDIA GPU of compute capability 8.0 or newer (where vLLM picks FLASH_ATTN), or None."""
     gpu = catalog_gpu(inputs)
-    try:
-        return gpu if gpu is not None and gpu.vendor == "nvidia" and float(gpu.compute_capability or 0) >= 8.0 else None
-    except ValueError:
-        return None
+    return gpu if gpu is not None and gpu.vendor == "nvidia" and (compute_capability(gpu) or 0) >= 8.0 else None
+
+
+def portable_attention_here(backend: str | None, inputs: DiagnosisInputs) -> bool:
+    """``backend`` (a setting or the log's name) is a portable kernel on a GPU where vLLM would pick FLASH_ATTN."""
+    return bool(backend) and PORTABLE_ATTENTION.search(backend) is not None and flash_attention_gpu(inputs) is not None
 
 
 def portable_attention_set(inputs: DiagnosisInputs) -> str | None:
     """The portable attention backend the user set (flag or VLLM_ATTENTION_BACKEND) on a GPU where
     vLLM would pick FLASH_ATTN, or None."""
     chosen = inputs.engine_args.attention_backend
-    return chosen if chosen and PORTABLE_ATTENTION.search(chosen) and flash_attention_gpu(inputs) is not None else None
+    return chosen if portable_attention_here(chosen, inputs) else None
 
 
 def fp8_weights_unsupported(inputs: DiagnosisInputs) -> bool:

@@ -15,6 +15,7 @@ import math
 from ..errors import AdvisorError
 from ..schema import BenchmarkRun, Evidence, Recommendation
 from ..schema.message import msg, q, q_time
+from .agreement import measured_with_predictions
 from .board import Board
 from .inputs import DiagnosisInputs, diagnosis_prompts, simulation_cost
 from .report_facts import flash_attention_gpu, portable_attention_set
@@ -108,8 +109,7 @@ def detect_backend_cost(inputs: DiagnosisInputs, board: Board) -> None:
     backend = portable_attention_set(inputs)
     if backend is None:
         return
-    pairs = [(m, p) for p in inputs.predicted if not p.calibrated and p.offered_concurrency
-             for m in inputs.measured if m.offered_concurrency == p.offered_concurrency and m.format != "observations"]
+    pairs = [(m, p) for m, p in measured_with_predictions(inputs) if m.offered_concurrency]
     if not pairs:
         return
     measured, predicted = max(pairs, key=lambda mp: mp[0].offered_concurrency)
