@@ -47,6 +47,18 @@ def _folder(run: str, tmp_path: Path) -> tuple[Path, list[str]]:
     return out, results["plan"]["planted"]["causes"]
 
 
+def _serve_command_edited(folder: Path, edit) -> Path:
+    """The folder's case file with its serve command rewritten by ``edit`` (a flag the run did not have,
+    or one taken out); its path."""
+    import yaml
+
+    path = folder / "case.yaml"
+    case = yaml.safe_load(path.read_text())
+    case["deployment"]["serve_command"] = edit(case["deployment"]["serve_command"])
+    path.write_text(yaml.safe_dump(case))
+    return path
+
+
 @pytest.mark.parametrize("run", ["planted-8b-eager", "planted-8b-seqs4", "planted-8b-kv", "planted-8b-longmix", "planted-14b-eager", "planted-8b-noprefix",
                                  "planted-14b-kv", "planted-14b-seqs6", "planted-14b-longmix", "planted-14b-noprefix", "planted-8b-seqs16",
                                  "planted-8b-budget256", "planted-8b-preempt", "planted-moe-eager", "planted-moe-seqs8", "planted-8b-triton", "planted-14b-flex"])
@@ -247,12 +259,8 @@ def test_a_backend_set_but_measured_at_the_models_speed_is_not_called_the_cause(
     # the long-mix run (FlashAttention, the default) with --attention-backend TRITON_ATTN written into its
     # serve command: the setting is config evidence, but the measurement is what the model predicts for
     # FLASH_ATTN, so no cost is measured and the chunk stalls stay first
-    import yaml
-
     folder, _ = _folder("planted-8b-longmix", tmp_path)
-    case = yaml.safe_load((folder / "case.yaml").read_text())
-    case["deployment"]["serve_command"] += " --attention-backend TRITON_ATTN"
-    (folder / "case.yaml").write_text(yaml.safe_dump(case))
+    _serve_command_edited(folder, lambda cmd: cmd + " --attention-backend TRITON_ATTN")
     diagnosis = diagnose(gather(profile=folder / "case.yaml"), with_effects=False)
     assert diagnosis.causes[0] == "chunked_prefill_interference"
     backend = next(f for f in diagnosis.findings if f.cause == "attention_backend")
@@ -265,14 +273,10 @@ def test_chunked_prefill_turned_off_is_costed_with_its_budget(tmp_path) -> None:
     # requires): the opening says the prompt is prefilled in one step, the first change turns chunking back
     # on with vLLM's budget (the two put back together: on with a 32,768 budget changes nothing for a 24K
     # prompt), and no smaller budget is offered alone (vLLM rejects one below max_model_len without chunking)
-    import yaml
-
     from vllm_advisor.answer.embedded import _recommendations
 
     folder, _ = _folder("planted-8b-longmix", tmp_path)
-    case = yaml.safe_load((folder / "case.yaml").read_text())
-    case["deployment"]["serve_command"] += " --no-enable-chunked-prefill --max-num-batched-tokens 32768"
-    (folder / "case.yaml").write_text(yaml.safe_dump(case))
+    _serve_command_edited(folder, lambda cmd: cmd + " --no-enable-chunked-prefill --max-num-batched-tokens 32768")
     diagnosis = diagnose(gather(profile=folder / "case.yaml"))
     top = diagnosis.findings[0]
     assert top.cause == "chunked_prefill_interference" and top.reasons[0].id == "reason.unchunked_prefill"
@@ -287,12 +291,8 @@ def test_a_backend_named_only_by_the_server_log_is_found_the_same_way(tmp_path) 
     # the Triton run with --attention-backend taken out of the serve command the case gives: the server log's
     # "non-default args" and "Using ... backend" lines still name TRITON_ATTN, so the setting, the log line
     # and the measured cost are all evidence, and the finding comes first as before
-    import yaml
-
     folder, _ = _folder("planted-8b-triton", tmp_path)
-    case = yaml.safe_load((folder / "case.yaml").read_text())
-    case["deployment"]["serve_command"] = case["deployment"]["serve_command"].replace(" --attention-backend TRITON_ATTN", "")
-    (folder / "case.yaml").write_text(yaml.safe_dump(case))
+    _serve_command_edited(folder, lambda cmd: cmd.replace(" --attention-backend TRITON_ATTN", ""))
     diagnosis = diagnose(gather(profile=folder / "case.yaml"), with_effects=False)
     assert diagnosis.causes[0] == "attention_backend"
     labels = {e.label.id for e in diagnosis.findings[0].evidence}
