@@ -250,3 +250,16 @@ def test_the_fp8_kv_cache_the_advice_gives_holds_on_real_vllm():
         measured = fig("check-8b-kvfp8", name).measured / fig("check-8b-kvauto", name).measured
         predicted = fig("check-8b-kvfp8", name).predicted / fig("check-8b-kvauto", name).predicted
         assert predicted == pytest.approx(measured, rel=rel), name  # x1.19 / x0.22 predicted, x1.19 / x0.28 measured
+
+
+def test_a_server_with_chunked_prefill_off_is_modelled_as_one_step_prefills():
+    """planted-8b-nochunk (session 21, runs/2026-12-06-h100-nochunk, predictions committed before the run in
+    834a66f): --no-enable-chunked-prefill with a 32,768-token budget on one H100. `validate` reads the flag from
+    the plan, and every figure of both points lands within 15% of the measurement (TTFT p50 2.32 / 2.68 s
+    predicted, 2.24 / 2.40 s measured)."""
+    runs = validate_runs(RUNS.parent / "2026-12-06-h100-nochunk")
+    assert {p.point for p in runs.points} == {"c32-in8k", "c8-in24k"}
+    for point in runs.points:
+        for f in point.figures:
+            if f.figure in ("ttft_p50", "ttft_p90", "tpot_p50", "e2e_p50", "output_throughput"):
+                assert abs(f.error) <= 0.15, (point.point, f.figure, f.error)
