@@ -55,3 +55,21 @@ def test_triton_mla_is_vllms_own_choice_for_an_mla_model_on_ampere(tmp_path) -> 
     # FlashMLA needs Hopper: on an A100 vLLM picks TRITON_MLA itself, so naming it is no finding
     diagnosis = _diagnose(tmp_path, "A100", "vllm serve deepseek-ai/DeepSeek-V2-Lite --attention-backend TRITON_MLA")
     assert not [r for f in diagnosis.findings for r in f.reasons if r.id == "reason.attention_portable"]
+
+
+def test_a_priced_backend_setting_is_undone_first_and_an_unpriced_one_keeps_its_place():
+    # the user's own attention backend, priced by a measurement (ev.backend_gap), is put back before the
+    # changes of findings ranked above it, like a setting the model costs; without the price it keeps its place
+    from vllm_advisor.answer.embedded import _own_settings_first
+    from vllm_advisor.schema import Evidence, Finding, Recommendation
+    from vllm_advisor.schema.message import msg
+
+    chunk = Finding(cause="chunked_prefill_interference", confidence=0.8)
+    budget = Recommendation(change=msg("rec.chunked_prefill_interference_1"), flag="--max-num-batched-tokens 2048")
+    undo = Recommendation(change=msg("rec.attention_backend_default"), flag="--attention-backend FLASH_ATTN")
+    gap = Evidence(kind="model", origin="model", label=msg("ev.backend_gap", figure=msg("figure.ttft_p50")), value=2.8, unit="x")
+    setting = Evidence(kind="config", origin="deployment", label=msg("ev.setting", name="attention_backend"), value="TRITON_ATTN")
+    priced = Finding(cause="attention_backend", confidence=0.5, evidence=[setting, gap])
+    unpriced = Finding(cause="attention_backend", confidence=0.5, evidence=[setting])
+    assert [r.flag for _, r in _own_settings_first([(chunk, budget), (priced, undo)])] == ["--attention-backend FLASH_ATTN", "--max-num-batched-tokens 2048"]
+    assert [r.flag for _, r in _own_settings_first([(chunk, budget), (unpriced, undo)])] == ["--max-num-batched-tokens 2048", "--attention-backend FLASH_ATTN"]

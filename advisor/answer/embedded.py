@@ -358,9 +358,15 @@ def _recommendations(diagnosis: Diagnosis) -> list[tuple[Finding, Recommendation
 def _own_settings_first(recs: list[tuple[Finding, Recommendation]]) -> list[tuple[Finding, Recommendation]]:
     """A change that puts one of the user's own settings back to vLLM's default (the model costed it:
     setting_cost) comes before the others: it undoes what was done, where fp8 KV or more replicas
-    add something new (a real run with --gpu-memory-utilization 0.3 was told those first)."""
-    own = [x for x in recs if x[1].change.id == "rec.setting_default"]
+    add something new (a real run with --gpu-memory-utilization 0.3 was told those first). An attention
+    backend the user set counts as theirs when a measurement priced it (ev.backend_gap), as the model
+    prices the other settings; set but measured at the model's speed, it keeps its finding's place."""
+    own = [x for x in recs if x[1].change.id == "rec.setting_default" or (x[1].change.id == "rec.attention_backend_default" and _priced(x[0]))]
     return own + [x for x in recs if x not in own]
+
+
+def _priced(finding: Finding) -> bool:
+    return any(e.label.id == "ev.backend_gap" for e in finding.evidence)
 
 
 def render_change(diagnosis: Diagnosis, language: str, recs: list[tuple[Finding, Recommendation]], above: list[Msg]) -> list[str]:
