@@ -293,3 +293,33 @@ def test_facts_read_beside_a_case_file_are_corrected_in_the_case_file():
     notes = json.loads(CliRunner().invoke(cli, ["ask", "--profile", str(case), "--json", "--no-log"], catch_exceptions=False).output)["notes"]
     read = [n for n in notes if n.startswith("Read from your words")]
     assert read and "case file did not give" in read[0] and "--model" not in read[0], notes
+
+
+@pytest.mark.parametrize(("text", "tokens", "chars"), [
+    ("输入约 5 万字，输出 1000 token", (None, 1000), (50_000, None)),
+    ("输入 3000 个汉字，输出 500 字", (None, None), (3000, 500)),
+    ("输入约 2000 字符、输出 512", (None, 512), (2000, None)),
+    ("prompts of 50000 Chinese characters", (None, None), (50_000, None)),
+    ("prompt length 2000 characters", (None, None), (None, None)),  # no script named: no ratio, not read
+    ("输出速度 35 字/秒，输入 800", (800, None), (None, None)),  # 字/秒 is a rate
+    ("输入 63K，输出 1K", (63_000, 1_000), (None, None)),
+])
+def test_a_length_in_characters_is_not_read_as_tokens(text, tokens, chars):
+    said = read_stated_facts(text)
+    assert (said.input_len, said.output_len) == tokens
+    assert (said.input_chars, said.output_chars) == chars
+
+
+def test_chinese_characters_are_modelled_as_the_tokenizers_tokens_and_the_answer_says_so():
+    # "输入约 5 万字" on Qwen2.5-32B (a 152K vocabulary): about 30,000 tokens at 0.6 token per character
+    # (DeepSeek's published average for such tokenizers), not 50,000; the note says both figures
+    from vllm_advisor.diagnosis.char_lengths import SMALL_VOCAB_TOKENS_PER_CHAR, tokens_per_char
+
+    question = "我用 vllm 部署 Qwen2.5-32B，两张 H800，TP2，输入约 5 万字，输出 1000 token，40 并发时每个请求只有 20 token/s，为什么？"
+    inputs = gather(question=question)
+    assert (inputs.input_len, inputs.output_len) == (30_000, 1_000)
+    assert inputs.stated.input_chars == 50_000
+    text = CliRunner().invoke(cli, ["ask", question, "--no-log"], catch_exceptions=False).output
+    assert "输入 50,000 个汉字，按约 30,000 个 token 计" in text and "0.6" in text
+    assert tokens_per_char("Mixtral-8x7B-Instruct-v0.1") == SMALL_VOCAB_TOKENS_PER_CHAR  # a 32K vocabulary
+    assert tokens_per_char(None) == 0.6

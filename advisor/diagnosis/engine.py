@@ -247,10 +247,11 @@ def stated_facts(said) -> list[Msg]:
         out.append(msg("stated.tp", tp=said.tensor_parallel_size))
     if said.vllm_version:
         out.append(msg("stated.version", version=said.vllm_version))
-    if said.input_len:
-        out.append(msg("stated.input", tokens=q(said.input_len, "tokens")))
-    if said.output_len:
-        out.append(msg("stated.output", tokens=q(said.output_len, "tokens")))
+    for kind, tokens, chars in (("input", said.input_len, said.input_chars), ("output", said.output_len, said.output_chars)):
+        if tokens and chars:  # a length in Chinese characters, turned into tokens (diagnosis/char_lengths.py)
+            out.append(msg(f"stated.{kind}_chars", chars=chars, tokens=q(tokens, "tokens"), ratio=round(tokens / chars, 2)))
+        elif tokens:
+            out.append(msg(f"stated.{kind}", tokens=q(tokens, "tokens")))
     if said.concurrency:
         out.append(msg("stated.concurrency", clients=", ".join(str(c) for c in said.concurrency)))
     return out

@@ -376,6 +376,7 @@ def facts_from_words(inputs: DiagnosisInputs) -> StatedFacts:
     """The deployment facts the user's words state (probe/stated_facts.py) that would fill fields the
     flags, the case file, a serve command and the attachments left unknown (nothing is changed)."""
     from ..probe.stated_facts import read_stated_facts
+    from .char_lengths import as_tokens
     from .report_facts import words_about_another_engine
 
     said = read_stated_facts(inputs.text)
@@ -393,9 +394,14 @@ def facts_from_words(inputs: DiagnosisInputs) -> StatedFacts:
     if said.tensor_parallel_size and not tp_given and vllm_only:
         used["tensor_parallel_size"] = said.tensor_parallel_size
     w = inputs.case.workload if inputs.case else None
-    for name in ("input_len", "output_len"):
-        if getattr(said, name) and not (w and getattr(w, name)) and _mean_of(inputs.measured, name) is None:
+    for name, chars in (("input_len", said.input_chars), ("output_len", said.output_chars)):
+        if (w and getattr(w, name)) or _mean_of(inputs.measured, name) is not None:
+            continue
+        if getattr(said, name):
             used[name] = getattr(said, name)
+        elif chars:  # "输入约 5 万字": characters, read as tokens of the model's tokenizer family
+            length = as_tokens(chars, dep.model or said.model)
+            used[name], used[name.replace("_len", "_chars")] = length.tokens, length.chars
     if said.concurrency and not inputs.measured and not (w and (w.concurrency or w.request_rate)):
         used["concurrency"] = said.concurrency
     if used:

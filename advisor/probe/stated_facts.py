@@ -159,6 +159,22 @@ def _count(word: str) -> int | None:
     return value if value and value <= 4096 else None
 
 
+#: "5 万字", "2000 个汉字", "3000 字符", "2000 Chinese characters": a length counted in characters, not tokens (Chinese users often
+#: measure text so); "字/秒" is a rate and never a length.
+_CHARACTERS = re.compile(r"\s*(?:个)?\s*(?:汉字|中文字符|字符|字|chinese\s+char(?:acter)?s?\b)(?!\s*/|每)", re.IGNORECASE)
+
+
+#: "2000 characters" with no script named: not tokens, and no one ratio turns it into them
+_OTHER_CHARACTERS = re.compile(r"\s*(?:char(?:acter)?s?|letters?)\b", re.IGNORECASE)
+
+
+def _unit(text: str, m: re.Match) -> str:
+    """What the length ``m`` read counts, by the words after its number: "chinese" (字, 字符, Chinese
+    characters), "other" (characters of no named script: left unread) or "tokens"."""
+    end = max((m.end(i) for i in range(1, (m.re.groups or 0) + 1) if m.group(i) is not None), default=m.end())
+    return "chinese" if _CHARACTERS.match(text, end) else "other" if _OTHER_CHARACTERS.match(text, end) else "tokens"
+
+
 def _tokens(number: str, scale: str | None) -> int | None:
     value = float(number.replace(",", "")) * {None: 1, "": 1, "k": 1000, "K": 1000, "万": 10000}[scale]
     # fewer than 16 tokens is a list index or a step ("prompt 1"), not a length
@@ -239,8 +255,10 @@ def read_stated_facts(text: str | None) -> StatedFacts:
         num_gpus=num_gpus,
         tensor_parallel_size=tp,
         vllm_version=_version(text),
-        input_len=_one([_tokens(*_pair(m)) for m in _INPUT.finditer(text)]),
-        output_len=_one([_tokens(*_pair(m)) for m in _OUTPUT.finditer(text)]),
+        input_len=_one([_tokens(*_pair(m)) for m in _INPUT.finditer(text) if _unit(text, m) == "tokens"]),
+        output_len=_one([_tokens(*_pair(m)) for m in _OUTPUT.finditer(text) if _unit(text, m) == "tokens"]),
+        input_chars=_one([_tokens(*_pair(m)) for m in _INPUT.finditer(text) if _unit(text, m) == "chinese"]),
+        output_chars=_one([_tokens(*_pair(m)) for m in _OUTPUT.finditer(text) if _unit(text, m) == "chinese"]),
         concurrency=_spread([c for c in concurrency if c <= 100_000], MAX_POINTS) if len(concurrency) <= 2 * MAX_POINTS else [],
         reports_figures=bool(_FIGURE.search(text)),
     )

@@ -18,6 +18,10 @@ class StatedFacts(BaseModel):
     vllm_version: str | None = None
     input_len: int | None = Field(None, ge=1, le=MAX_TOKENS)
     output_len: int | None = Field(None, ge=1, le=MAX_TOKENS)
+    #: a length the words give in Chinese characters ("输入约 5 万字"), not tokens: the gatherer turns it
+    #: into tokens with the model's tokenizer family (diagnosis/inputs.py) and the answer says both
+    input_chars: int | None = Field(None, ge=1, le=MAX_TOKENS * 4)
+    output_chars: int | None = Field(None, ge=1, le=MAX_TOKENS * 4)
     concurrency: list[int] = Field(default_factory=list)  # client counts, ascending
     #: the words report figures of a running deployment (tok/s, ms, TTFT): the deployment they
     #: describe ran, so a memory model that says it cannot start has its own inputs wrong
