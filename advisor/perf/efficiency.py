@@ -8,12 +8,18 @@ Two kinds of parameter live here, and the difference matters when reading a pred
   are the defaults for every GPU. Efficiencies are fractions of the datasheet peak TFLOP/s or
   bandwidth, so on another GPU they are applied to *its* datasheet numbers ("scaled from H200 by
   specs"); latencies in µs are taken as they are (no spec to scale them by).
-- **Sourced** (all-reduce, vLLM's own per-step CPU work, eager launches): the torch sweep does not
-  time them, so they keep published starting points:
+- **Sourced** (all-reduce): the torch sweep does not time them, so they keep published starting points:
 
   - ``allreduce_latency_us`` 15 / ``eff_comm`` 0.70: NCCL small-message all-reduce latency on
     NVLink is ~10-20 µs; bus bandwidth ~70% of link peak for MB-sized messages (nccl-tests).
-  - ``eager_launch_us_per_layer`` 60: without CUDA graphs each layer launches ~10-15 kernels at ~5 µs.
+
+- **Eager steps** (``--enforce-eager``: no CUDA graphs, no torch.compile): the host launches every
+  layer's kernels from Python, and a step takes the longer of those launches and the kernels
+  (``step_time.EAGER_OVERLAP``). ``eager_launch_us_per_layer`` (dense layer, 439 µs) and
+  ``eager_moe_launch_us_per_layer`` (MoE layer, 958 µs) were fitted by ``benchmarks/gpu/fit_eager.py``
+  to real vLLM 0.26.0 on one H100 (runs/2026-12-06-h100-eager); a sourced 60 µs (10-15 launches of
+  ~5 µs) added to the kernels had put an eager MoE step at 9 ms where it took 45 ms. They are host
+  (CPU) times: another host CPU moves them (two H100 machines differed by about 15%).
 
 - **Fitted to a real vLLM server** (what torch's kernels cannot show: vLLM's visible per-step host
   cost, the CUDA-graph decode step, the torch.compile'd mixed prefill+decode step): fitted by
@@ -215,11 +221,16 @@ class Efficiency(BaseModel):
     mixed_step_factor: float = _engine(
         "mixed_step_factor", "a step with prefill tokens (piecewise graphs, FA3 varlen) takes this multiple of the kernels timed one by one (fitted)"
     )
-    eager_launch_us_per_layer: float = Field(60.0, description="kernel launches per layer without CUDA graphs, µs (sourced)")
+    eager_launch_us_per_layer: float = Field(
+        439.3, description="host time to launch a dense layer's kernels without CUDA graphs or torch.compile, µs (fitted: benchmarks/gpu/fit_eager.py)"
+    )
+    eager_moe_launch_us_per_layer: float = Field(
+        957.6, description="host time to launch an MoE layer's kernels without CUDA graphs or torch.compile, µs (fitted: benchmarks/gpu/fit_eager.py)"
+    )
 
 
 #: Fields whose defaults are not measured by the torch sweep.
-SOURCED_FIELDS = ("eff_comm", "allreduce_latency_us", "eager_launch_us_per_layer")
+SOURCED_FIELDS = ("eff_comm", "allreduce_latency_us", "eager_launch_us_per_layer", "eager_moe_launch_us_per_layer")
 #: What the engine fields were before the fit (sourced overheads, no graph factors): kept for vLLM
 #: versions older than the one measured, or not given, whose host path and graphs may differ.
 PRE_FIT_ENGINE_VALUES = {

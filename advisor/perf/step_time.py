@@ -27,8 +27,8 @@ vLLM's own per-step costs are separate, named terms that the torch measurements 
 - ``overhead`` (fitted to real vLLM 0.26.0 runs, ``catalog/vllm-h200.yaml``): the per-step host time
   that is not hidden behind the GPU, a per-scheduled-request term, and a term per request whose
   prefill starts in the step (first chunk at depth 0: request intake, KV allocation, first-token
-  output; a prefix-cache hit starts deeper and is not counted); with ``enforce_eager`` also a kernel-launch
-  cost per layer (sourced).
+  output; a prefix-cache hit starts deeper and is not counted); with ``enforce_eager`` also the host time
+  of launching every layer's kernels beyond what the kernels take (fitted to real vLLM on an H100).
 - Graphs and compilation (fitted likewise): a decode-only step is replayed as a CUDA graph of
   torch.compile'd (fused) kernels, so its kernel parts take ``decode_graph_factor`` times the
   kernels timed one by one; a step that carries prefill tokens runs piecewise graphs around FA3's
@@ -49,6 +49,10 @@ from .efficiency import ENGINE_FIELDS, PRE_FIT_ENGINE_VALUES, SOURCED_FIELDS, Ef
 from .kernels import Peak, decode_attention_seconds, gemm_seconds, grouped_gemm_seconds, prefill_attention_seconds
 from .layer_shapes import LayerShapes, layer_shapes
 from .simulator import StepBatch
+
+
+#: An eager step takes the longer of its kernel launches and its kernels (True), or their sum (False).
+EAGER_OVERLAP = True
 
 
 @dataclass(frozen=True)
@@ -123,7 +127,7 @@ class StepBreakdown(BaseModel):
 #: What each part of a breakdown rests on, for parts not measured by the torch sweep.
 SOURCED_BASIS = {
     "comm": "sourced, not measured: NCCL ring all-reduce, latency per call + bytes at eff_comm x link bandwidth",
-    "overhead": "sourced, not measured: vLLM's scheduling, input preparation and sampling per step (+ eager launches)",
+    "overhead": "sourced, not measured: vLLM's scheduling, input preparation and sampling per step (+ eager launches, fitted to real vLLM 0.26.0 on an H100)",
 }
 
 
@@ -181,7 +185,7 @@ class StepTimeModel:
             out["overhead"] = (
                 f"fitted to real {fit.engine} on {fit.gpu} (runs {', '.join(fit.fit_runs)}; held out: {', '.join(fit.holdout_runs)}): "
                 "visible host time per step, per scheduled request and per starting prefill; the delay before the scheduler sees a request"
-                + ("" if not self.enforce_eager else "; + sourced kernel launches per layer (eager)")
+                + ("" if not self.enforce_eager else "; + eager launches per layer beyond the kernels, fitted to real vLLM 0.26.0 on an H100")
             )
             if not self.enforce_eager:
                 for part in ("gemm", "attn_decode", "attn_prefill", "lm_head"):
@@ -285,10 +289,21 @@ class StepTimeModel:
         n_chunks = len(batch.prefill_chunks)
         starts = sum(1 for _, depth in batch.prefill_chunks if depth == 0)
         overhead = eff.step_overhead_ms * 1e-3 + eff.per_seq_overhead_us * 1e-6 * (batch.num_decodes + n_chunks) + eff.prefill_request_overhead_ms * 1e-3 * starts
-        if self.enforce_eager:
-            overhead += eff.eager_launch_us_per_layer * 1e-6 * layers
         kernels_ms = eff.sustained_factor * 1e3 * self._graph_factor(bool(batch.prefill_chunks))
-        return (gemm * kernels_ms, attn_decode * kernels_ms, attn_prefill * kernels_ms, comm * 1e3, lm_head * kernels_ms, overhead * 1e3)
+        parts = (gemm * kernels_ms, attn_decode * kernels_ms, attn_prefill * kernels_ms, comm * 1e3, lm_head * kernels_ms)
+        overhead_ms = overhead * 1e3 + (self._eager_ms(sum(parts)) if self.enforce_eager else 0.0)
+        return (*parts, overhead_ms)
+
+    def _eager_ms(self, gpu_ms):
+        """Host time a step without CUDA graphs adds: every layer's kernels are launched from Python
+        one by one (torch.compile is off too), EAGER_OVERLAP: the GPU runs them while later ones are
+        launched, so the step takes the longer of the two (the excess is charged here); else the
+        launches add to the kernels. ``gpu_ms``: a number or a numpy array."""
+        c, eff = self.c, self.eff
+        launch_ms = ((c.num_layers - c.num_moe_layers) * eff.eager_launch_us_per_layer + c.num_moe_layers * eff.eager_moe_launch_us_per_layer) * 1e-3
+        if not EAGER_OVERLAP:
+            return launch_ms
+        return np.maximum(launch_ms - gpu_ms, 0.0) if isinstance(gpu_ms, np.ndarray) else max(launch_ms - gpu_ms, 0.0)
 
     def _graph_factor(self, has_prefill: bool) -> float:
         """How vLLM's CUDA graphs and torch.compile change the kernels' time (1 when eager)."""
@@ -358,8 +373,7 @@ class CostPlan:
             msg = self.tokens * c.hidden_size * 2.0
             comm = 2 * layers * (eff.allreduce_latency_us * 1e-6 + msg * 2.0 * (m.tp - 1) / m.tp / (m.link_bw * eff.eff_comm))
         overhead = eff.step_overhead_ms * 1e-3 + eff.per_seq_overhead_us * 1e-6 * self.seqs + eff.prefill_request_overhead_ms * 1e-3 * self.starts
-        if m.enforce_eager:
-            overhead = overhead + eff.eager_launch_us_per_layer * 1e-6 * layers
         kernels_ms = eff.sustained_factor * 1e3 * np.where(self.has_prefill, m._graph_factor(True), m._graph_factor(False))
-        total_ms = gemm * kernels_ms + attn_decode * kernels_ms + attn_prefill * kernels_ms + comm * 1e3 + lm_head * kernels_ms + overhead * 1e3
+        gpu_ms = gemm * kernels_ms + attn_decode * kernels_ms + attn_prefill * kernels_ms + comm * 1e3 + lm_head * kernels_ms
+        total_ms = gpu_ms + overhead * 1e3 + (m._eager_ms(np.asarray(gpu_ms, dtype=float)) if m.enforce_eager else 0.0)
         return np.where(self.tokens > 0, total_ms / 1e3, 0.0)
