@@ -229,8 +229,8 @@ class Efficiency(BaseModel):
     )
 
 
-#: Fields whose defaults are not measured by the torch sweep.
-SOURCED_FIELDS = ("eff_comm", "allreduce_latency_us", "eager_launch_us_per_layer", "eager_moe_launch_us_per_layer")
+#: Fields whose defaults are published starting points, neither measured by the torch sweep nor fitted to real vLLM.
+SOURCED_FIELDS = ("eff_comm", "allreduce_latency_us")
 #: What the engine fields were before the fit (sourced overheads, no graph factors): kept for vLLM
 #: versions older than the one measured, or not given, whose host path and graphs may differ.
 PRE_FIT_ENGINE_VALUES = {
