@@ -78,6 +78,8 @@ CASES = [
     Case("intake-poisson", *LLAMA8, 1000, 300, 200, rate=20.0, intake_delay_ms=40.0, tags=("poisson", "intake")),
     Case("intake-c1", *LLAMA8, 4000, 100, 6, concurrency=1, intake_delay_ms=30.0, tags=("closed", "intake")),
     Case("intake-63k-kv-bound", *QWEN32, 63000, 300, 60, concurrency=40, intake_delay_ms=50.0, tags=("long", "preempt", "intake")),
+    Case("eager-moe-c16", "Qwen/Qwen3-30B-A3B", "H100", 1, {"enforce_eager": True, "max_model_len": 16384}, 1024, 256, 48, concurrency=16, tags=("moe", "eager")),
+    Case("eager-dense-kink-c64", *QWEN32[:3], {"tensor_parallel_size": 2, "enforce_eager": True}, 2000, 6000, 64, concurrency=64, tags=("dense", "eager")),
     Case("intake-release-0.26", "Qwen/Qwen2.5-14B-Instruct", "H200", 1, {"max_model_len": 16384}, 12288, 64, 8, concurrency=4, version="0.26.0", tags=("intake",)),
     Case("v0-unchunked", "meta-llama/Llama-3.1-8B-Instruct", "A100-80G", 1, {"max_model_len": 20000}, 12000, 300, 64, concurrency=24, version="0.6.4", tags=("unchunked",)),
 ]

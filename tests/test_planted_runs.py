@@ -323,3 +323,14 @@ def test_a_backend_named_only_by_the_server_log_is_found_the_same_way(tmp_path) 
     assert diagnosis.causes[0] == "attention_backend"
     labels = {e.label.id for e in diagnosis.findings[0].evidence}
     assert {"ev.setting", "ev.attention_backend_logged", "ev.backend_gap"} <= labels
+
+
+def test_the_hardware_ceiling_of_an_eager_moe_step_charges_no_launches(tmp_path) -> None:
+    # a reviewer's find: the ceiling (every host cost at 0) still charged the MoE layers' eager launches,
+    # so for the eager MoE plant it sat at the prediction itself (46 ms TPOT) and a measurement could not
+    # be "beyond the ceiling"; the kernels alone take half of it
+    folder, _ = _folder("planted-moe-eager", tmp_path)
+    inputs = gather(profile=folder / "case.yaml")
+    predicted = next(r for r in inputs.predicted if r.offered_concurrency == 16).tpot_ms.mean
+    ceiling = next(r for r in inputs.ceiling if r.offered_concurrency == 16).tpot_ms.mean
+    assert predicted > 40 and ceiling < 0.6 * predicted, (predicted, ceiling)  # 46 / 23 ms (46 / 46 before)

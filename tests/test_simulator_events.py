@@ -36,7 +36,7 @@ def test_events_match_steps(case):
 
 def test_matrix_covers_what_it_claims():
     tags = {t for c in CASES for t in c.tags}
-    assert {"dense", "moe", "mla", "long", "128k", "short", "closed", "poisson", "prefix", "fp8kv", "tight", "preempt", "sliding", "intake"} <= tags
+    assert {"dense", "moe", "mla", "long", "128k", "short", "closed", "poisson", "prefix", "fp8kv", "tight", "preempt", "sliding", "intake", "eager"} <= tags
     conc = [c.concurrency for c in CASES if c.concurrency]
     assert min(conc) == 1 and max(conc) == 512
 

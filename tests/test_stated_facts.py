@@ -301,7 +301,19 @@ def test_facts_read_beside_a_case_file_are_corrected_in_the_case_file():
     ("输入约 2000 字符、输出 512", (None, 512), (2000, None)),
     ("prompts of 50000 Chinese characters", (None, None), (50_000, None)),
     ("prompt length 2000 characters", (None, None), (None, None)),  # no script named: no ratio, not read
-    ("输出速度 35 字/秒，输入 800", (800, None), (None, None)),  # 字/秒 is a rate
+    ("input of 2000 words", (None, None), (None, None)),
+    ("输入 2000 字节", (None, None), (None, None)),  # bytes
+    ("输出 35 字/秒，输入 800", (800, None), (None, None)),  # rates, not lengths
+    ("每秒输出 30 字", (None, None), (None, None)),
+    ("生成 30 字每秒", (None, None), (None, None)),
+    ("输出 20 tokens/s", (None, None), (None, None)),
+    ("输入 3000 多字", (None, None), (3000, None)),
+    ("输入 5 万多字", (None, None), (50_000, None)),
+    ("输入 1 万余字", (None, None), (10_000, None)),
+    ("输入 3000 个中文字", (None, None), (3000, None)),
+    ("输入 2000 個漢字", (None, None), (2000, None)),
+    ("5万字的输入", (None, None), (50_000, None)),
+    ("输入 2000 字/条", (None, None), (2000, None)),  # per request: a length
     ("输入 63K，输出 1K", (63_000, 1_000), (None, None)),
 ])
 def test_a_length_in_characters_is_not_read_as_tokens(text, tokens, chars):
@@ -322,4 +334,8 @@ def test_chinese_characters_are_modelled_as_the_tokenizers_tokens_and_the_answer
     text = CliRunner().invoke(cli, ["ask", question, "--no-log"], catch_exceptions=False).output
     assert "输入 50,000 个汉字，按约 30,000 个 token 计" in text and "0.6" in text
     assert tokens_per_char("Mixtral-8x7B-Instruct-v0.1") == SMALL_VOCAB_TOKENS_PER_CHAR  # a 32K vocabulary
+    assert tokens_per_char("Llama-2-7b-chat-hf") == SMALL_VOCAB_TOKENS_PER_CHAR  # not in the catalog: by name
     assert tokens_per_char(None) == 0.6
+    english = CliRunner().invoke(cli, ["ask", "Qwen2.5-32B on two H800, TP2, prompts of 50000 Chinese characters, 40 concurrent clients, why slow?", "--no-log"],
+                                 catch_exceptions=False).output
+    assert "prompts of 50,000 Chinese characters, read as about 30,000 tokens (an estimate at 0.6 tokens per character" in english

@@ -8,11 +8,13 @@ published measurements set the estimate (an estimate, and the answer says so):
 - a 32K vocabulary built for English (Llama 2, Mistral 7B v0.1): about 0.7 character per token on
   cc100-zh-Hans, i.e. 1.43 tokens per character (tokenizer-arena's compression table:
   https://huggingface.co/spaces/eson/tokenizer-arena).
-A model the catalog does not know, or one in between, gets the first figure.
+A model the catalog does not know gets the second figure when its name is of a 32K family (Llama 2,
+Mistral 7B v0.1/v0.2, Mixtral), else the first; the answer says the ratio it used.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 #: tokens per Chinese character, by vocabulary (see the module docstring for the sources)
@@ -30,12 +32,17 @@ class CharLength:
     per_char: float
 
 
+#: 32K-vocabulary families the catalog may not hold, by name (Llama 2, Mistral 7B v0.1/v0.2, Mixtral)
+SMALL_VOCAB_NAMES = re.compile(r"llama[-_ ]?2(?![\d.])|mistral[-_ ]7b.*v0\.[12]|mixtral", re.IGNORECASE)
+
+
 def tokens_per_char(model: str | None) -> float:
     from ..perf.catalog import models as model_catalog
 
     spec = model_catalog.find_model(model) if model else None
     vocab = getattr(spec, "vocab_size", None) if spec is not None else None
-    return SMALL_VOCAB_TOKENS_PER_CHAR if vocab is not None and vocab <= SMALL_VOCAB else LARGE_VOCAB_TOKENS_PER_CHAR
+    small = vocab <= SMALL_VOCAB if vocab is not None else bool(model and SMALL_VOCAB_NAMES.search(model))
+    return SMALL_VOCAB_TOKENS_PER_CHAR if small else LARGE_VOCAB_TOKENS_PER_CHAR
 
 
 def as_tokens(chars: int | None, model: str | None) -> CharLength | None:

@@ -249,7 +249,7 @@ def stated_facts(said) -> list[Msg]:
         out.append(msg("stated.version", version=said.vllm_version))
     for kind, tokens, chars in (("input", said.input_len, said.input_chars), ("output", said.output_len, said.output_chars)):
         if tokens and chars:  # a length in Chinese characters, turned into tokens (diagnosis/char_lengths.py)
-            out.append(msg(f"stated.{kind}_chars", chars=chars, tokens=q(tokens, "tokens"), ratio=round(tokens / chars, 2)))
+            out.append(msg(f"stated.{kind}_chars", chars=chars, tokens=q(tokens, "tokens"), ratio=said.tokens_per_char))
         elif tokens:
             out.append(msg(f"stated.{kind}", tokens=q(tokens, "tokens")))
     if said.concurrency:

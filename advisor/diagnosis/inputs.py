@@ -401,7 +401,7 @@ def facts_from_words(inputs: DiagnosisInputs) -> StatedFacts:
             used[name] = getattr(said, name)
         elif chars:  # "输入约 5 万字": characters, read as tokens of the model's tokenizer family
             length = as_tokens(chars, dep.model or said.model)
-            used[name], used[name.replace("_len", "_chars")] = length.tokens, length.chars
+            used[name], used[name.replace("_len", "_chars")], used["tokens_per_char"] = length.tokens, length.chars, length.per_char
     if said.concurrency and not inputs.measured and not (w and (w.concurrency or w.request_rate)):
         used["concurrency"] = said.concurrency
     if used:
@@ -692,5 +692,6 @@ def ceiling_efficiency(base):
     # per-request intake time and the eager kernel launches
     return base.model_copy(
         update={"eff_gemm": hi, "eff_mem": hi, "eff_attn_prefill": hi, "eff_attn_decode": hi, "eff_comm": hi, "step_overhead_ms": 0.0, "per_seq_overhead_us": 0.0,
-                "prefill_request_overhead_ms": 0.0, "intake_delay_ms": 0.0, "eager_launch_us_per_layer": 0.0, "mixed_step_factor": min(1.0, base.mixed_step_factor)}
+                "prefill_request_overhead_ms": 0.0, "intake_delay_ms": 0.0, "eager_launch_us_per_layer": 0.0, "eager_moe_launch_us_per_layer": 0.0,
+                "mixed_step_factor": min(1.0, base.mixed_step_factor)}
     )

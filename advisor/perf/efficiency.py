@@ -204,6 +204,13 @@ class Efficiency(BaseModel):
     # --- sourced, not measured -------------------------------------------------------------------------
     eff_comm: float = Field(0.70, description="all-reduce bus bandwidth fraction of link peak (sourced)")
     allreduce_latency_us: float = Field(15.0, description="NCCL all-reduce latency per call, µs (sourced)")
+    # --- eager steps: fitted to real vLLM 0.26.0 on an H100 (benchmarks/gpu/fit_eager.py), every release --------
+    eager_launch_us_per_layer: float = Field(
+        439.3, description="host time to launch a dense layer's kernels without CUDA graphs or torch.compile, µs (fitted: benchmarks/gpu/fit_eager.py)"
+    )
+    eager_moe_launch_us_per_layer: float = Field(
+        957.6, description="host time to launch an MoE layer's kernels without CUDA graphs or torch.compile, µs (fitted: benchmarks/gpu/fit_eager.py)"
+    )
     # --- fitted to a real vLLM server (catalog/vllm-h200.yaml) ----------------------------------------
     step_overhead_ms: float = _engine("step_overhead_ms", "vLLM's per-step host time not hidden behind the GPU: scheduling, input preparation, sampling (fitted)")
     per_seq_overhead_us: float = _engine("per_seq_overhead_us", "vLLM's per-step host time per scheduled request (output processing, detokenisation, streaming), µs (fitted)")
@@ -220,12 +227,6 @@ class Efficiency(BaseModel):
     )
     mixed_step_factor: float = _engine(
         "mixed_step_factor", "a step with prefill tokens (piecewise graphs, FA3 varlen) takes this multiple of the kernels timed one by one (fitted)"
-    )
-    eager_launch_us_per_layer: float = Field(
-        439.3, description="host time to launch a dense layer's kernels without CUDA graphs or torch.compile, µs (fitted: benchmarks/gpu/fit_eager.py)"
-    )
-    eager_moe_launch_us_per_layer: float = Field(
-        957.6, description="host time to launch an MoE layer's kernels without CUDA graphs or torch.compile, µs (fitted: benchmarks/gpu/fit_eager.py)"
     )
 
 

@@ -127,7 +127,7 @@ class StepBreakdown(BaseModel):
 #: What each part of a breakdown rests on, for parts not measured by the torch sweep.
 SOURCED_BASIS = {
     "comm": "sourced, not measured: NCCL ring all-reduce, latency per call + bytes at eff_comm x link bandwidth",
-    "overhead": "sourced, not measured: vLLM's scheduling, input preparation and sampling per step (+ eager launches, fitted to real vLLM 0.26.0 on an H100)",
+    "overhead": "sourced, not measured: vLLM's scheduling, input preparation and sampling per step",
 }
 
 
@@ -185,7 +185,6 @@ class StepTimeModel:
             out["overhead"] = (
                 f"fitted to real {fit.engine} on {fit.gpu} (runs {', '.join(fit.fit_runs)}; held out: {', '.join(fit.holdout_runs)}): "
                 "visible host time per step, per scheduled request and per starting prefill; the delay before the scheduler sees a request"
-                + ("" if not self.enforce_eager else "; + eager launches per layer beyond the kernels, fitted to real vLLM 0.26.0 on an H100")
             )
             if not self.enforce_eager:
                 for part in ("gemm", "attn_decode", "attn_prefill", "lm_head"):
@@ -195,6 +194,8 @@ class StepTimeModel:
                 out["overhead"] += f"; adjusted from the shipped fit: {', '.join(engine_changed)}"
         else:
             out["overhead"] += f"; the fit to real {release} applies to that release and later, not to an older or unknown version"
+        if self.enforce_eager:  # any release: launching from Python is torch's eager path, not vLLM's host code
+            out["overhead"] += "; + eager kernel launches per layer beyond the kernels, fitted to real vLLM 0.26.0 on an H100 (applied to every release)"
         if sourced_changed:
             out["comm"] += f"; changed: {', '.join(sourced_changed)}"
         return out
@@ -254,8 +255,9 @@ class StepTimeModel:
         attention reads the context, prefill attention is linear in the chunk's depth). A sliding
         window caps the context it reads, so it is not; the simulator then checks each stretch. The
         host time of a request whose prefill starts (a chunk at depth 0) is a step in the depth, not
-        affine either: with that term the simulator checks each stretch too."""
-        return not self.c.has_sliding_window and not self.eff.prefill_request_overhead_ms
+        affine either: with that term the simulator checks each stretch too. Nor is an eager step that
+        takes the longer of its launches and its kernels: it bends where the kernels overtake."""
+        return not self.c.has_sliding_window and not self.eff.prefill_request_overhead_ms and not (self.enforce_eager and EAGER_OVERLAP)
 
     def breakdown(self, batch: StepBatch) -> StepBreakdown:
         gemm, attn_decode, attn_prefill, comm, lm_head, overhead = self._parts_ms(batch)

@@ -5,8 +5,9 @@ deployment and workload, and the motivating user gave exactly that in a sentence
 performance model has nothing to compute and the answer says "the model and the GPU are not given".
 This reader takes from the words only what they name unambiguously: a model or GPU that resolves in
 the catalogs (one of each; two different ones, as in a comparison, give neither), a GPU count or
-tensor-parallel size next to its marker, a vLLM version after the word vLLM, token lengths next to
-"prompt"/"input"/"输入" or "output"/"输出", and client counts next to "concurrent"/"clients"/"并发".
+tensor-parallel size next to its marker, a vLLM version after the word vLLM, lengths next to
+"prompt"/"input"/"输入" or "output"/"输出" (in tokens, or in Chinese characters, which the gatherer turns
+into tokens; a rate is not a length), and client counts next to "concurrent"/"clients"/"并发".
 The gatherer uses a value only where the flags, the case file and the attachments left the field
 unknown, and the answer lists what was read so the user can correct it with the flags.
 
@@ -118,6 +119,9 @@ _TOKENS = (
 )
 #: "63K prompts" names a length only with its scale: "500 prompts" is a count of requests.
 _SCALED = r"(?<![\d.])(\d+(?:\.\d+)?)\s*([kK万])"
+#: "5 万字", "3000 多字", "2000 个汉字", "3000 字符", "2000 Chinese characters": a length counted in
+#: characters, not tokens (Chinese users often measure text so); not 字节 (bytes), 字母, 字段
+_CHAR_UNIT = r"(?:多|余|来)?\s*(?:个|個)?\s*(?:汉字|漢字|中文字符?|字符|字元|字(?![节節母段])|chinese\s+char(?:acter)?s?\b)"
 def _length_pattern(nouns: str, scaled_nouns: str, token_kind: str, keyword: str, zh_keyword: str, zh_after: str) -> re.Pattern[str]:
     """A token length next to its words: "63K-token prompts", "63K prompts", "1000 input tokens",
     "prompt length 2000", "输入 63K", "63K 的输入" (one pattern each for prompts and outputs)."""
@@ -127,7 +131,7 @@ def _length_pattern(nouns: str, scaled_nouns: str, token_kind: str, keyword: str
         + r"|" + _A + _TOKENS + r"[-\s]*" + token_kind + r"[-\s]+tokens?" + _Z
         + r"|" + _A + keyword + r"s?(?:[-\s]+(?:length|len|size))?\s*(?:of|is|=|:|：|~|≈)?\s*(?:about|around|~|≈)?\s*" + _TOKENS + r"(?:[-\s]*tokens?)?" + _Z
         + r"|" + zh_keyword + r"(?:长度)?\s*(?:为|是|约|大约|[:：=~])?\s*(?:约)?\s*" + _TOKENS
-        + r"|" + _TOKENS + r"\s*(?:tokens?|token\s*的)?\s*(?:的)?" + zh_after,
+        + r"|" + _TOKENS + r"\s*(?:tokens?|token\s*的|" + _CHAR_UNIT + r")?\s*(?:的)?" + zh_after,
         re.IGNORECASE,
     )
 
@@ -159,19 +163,21 @@ def _count(word: str) -> int | None:
     return value if value and value <= 4096 else None
 
 
-#: "5 万字", "2000 个汉字", "3000 字符", "2000 Chinese characters": a length counted in characters, not tokens (Chinese users often
-#: measure text so); "字/秒" is a rate and never a length.
-_CHARACTERS = re.compile(r"\s*(?:个)?\s*(?:汉字|中文字符|字符|字|chinese\s+char(?:acter)?s?\b)(?!\s*/|每)", re.IGNORECASE)
-
-
-#: "2000 characters" with no script named: not tokens, and no one ratio turns it into them
-_OTHER_CHARACTERS = re.compile(r"\s*(?:char(?:acter)?s?|letters?)\b", re.IGNORECASE)
+_CHARACTERS = re.compile(r"\s*" + _CHAR_UNIT, re.IGNORECASE)
+#: "2000 characters", "2000 words", "2000 字节" (bytes): not tokens, and no one ratio turns them into them
+_OTHER_CHARACTERS = re.compile(r"\s*(?:(?:char(?:acter)?s?|letters?|words?|bytes?)\b|字节|字節)", re.IGNORECASE)
+#: a rate, not a length: "35 字/秒", "30 字每秒", "20 tokens/s" after the number, "每秒输出 30 字" before it
+_RATE_AFTER = re.compile(r"\s*(?:" + _CHAR_UNIT + r"|tok(?:en)?s?)?\s*(?:/\s*(?:秒|s\b|sec)|每\s*秒|一秒)", re.IGNORECASE)
+_RATE_BEFORE = re.compile(r"(?:每\s*秒|一秒|每\s*s)\s*$", re.IGNORECASE)
 
 
 def _unit(text: str, m: re.Match) -> str:
-    """What the length ``m`` read counts, by the words after its number: "chinese" (字, 字符, Chinese
-    characters), "other" (characters of no named script: left unread) or "tokens"."""
+    """What the length ``m`` read counts, by the words around its number: "rate" (字/秒, 每秒输出 30 字:
+    not a length), "chinese" (字, 字符, Chinese characters), "other" (characters or words of no named
+    script: left unread) or "tokens"."""
     end = max((m.end(i) for i in range(1, (m.re.groups or 0) + 1) if m.group(i) is not None), default=m.end())
+    if _RATE_AFTER.match(text, end) or _RATE_BEFORE.search(text[max(0, m.start() - 8) : m.start()]):
+        return "rate"
     return "chinese" if _CHARACTERS.match(text, end) else "other" if _OTHER_CHARACTERS.match(text, end) else "tokens"
 
 

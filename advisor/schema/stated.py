@@ -22,6 +22,7 @@ class StatedFacts(BaseModel):
     #: into tokens with the model's tokenizer family (diagnosis/inputs.py) and the answer says both
     input_chars: int | None = Field(None, ge=1, le=MAX_TOKENS * 4)
     output_chars: int | None = Field(None, ge=1, le=MAX_TOKENS * 4)
+    tokens_per_char: float | None = Field(None, gt=0, description="the ratio the characters were read at (diagnosis/char_lengths.py)")
     concurrency: list[int] = Field(default_factory=list)  # client counts, ascending
     #: the words report figures of a running deployment (tok/s, ms, TTFT): the deployment they
     #: describe ran, so a memory model that says it cannot start has its own inputs wrong

@@ -40,12 +40,16 @@ def loss(runs, eff) -> float:
 
 
 def fit(overlap: bool) -> dict[str, float]:
+    shipped = step_time.EAGER_OVERLAP
     step_time.EAGER_OVERLAP = overlap
-    values = {}
-    for name, runs in FIT.items():
-        res = minimize_scalar(lambda us: loss(runs, Efficiency().model_copy(update={name: us})), bounds=(0.0, 3000.0), method="bounded", options={"xatol": 1.0})
-        values[name] = round(float(res.x), 1)
-    return values
+    try:
+        values = {}
+        for name, runs in FIT.items():
+            res = minimize_scalar(lambda us: loss(runs, Efficiency().model_copy(update={name: us})), bounds=(0.0, 3000.0), method="bounded", options={"xatol": 1.0})
+            values[name] = round(float(res.x), 1)
+        return values
+    finally:
+        step_time.EAGER_OVERLAP = shipped
 
 
 def table(runs, eff) -> list[str]:
@@ -57,14 +61,17 @@ def table(runs, eff) -> list[str]:
 
 
 def main() -> None:
+    fit_runs = [r for rs in FIT.values() for r in rs]
     for overlap in (True, False):
         values = fit(overlap)
         eff = Efficiency().model_copy(update=values)
-        fit_runs = [r for rs in FIT.values() for r in rs]
-        print(f"EAGER_OVERLAP={overlap}: {values}; fit loss {loss(fit_runs, eff):.3f}, held-out loss {loss(HELD_OUT, eff):.3f}")
-        print("  fit:"), [print(r) for r in table(fit_runs, eff)]
-        print("  held out:"), [print(r) for r in table(HELD_OUT, eff)]
-    step_time.EAGER_OVERLAP = True
+        shipped, step_time.EAGER_OVERLAP = step_time.EAGER_OVERLAP, overlap
+        try:
+            lines = [f"EAGER_OVERLAP={overlap}: {values}; fit loss {loss(fit_runs, eff):.3f}, held-out loss {loss(HELD_OUT, eff):.3f}", "  fit:"]
+            lines += table(fit_runs, eff) + ["  held out:"] + table(HELD_OUT, eff)
+        finally:
+            step_time.EAGER_OVERLAP = shipped
+        print("\n".join(lines))
 
 
 if __name__ == "__main__":
