@@ -526,3 +526,27 @@ async def test_warm_up_indexes_the_cards_in_the_background():
 
         assert card_corpus.cache_info().currsize >= 1
         assert notes == []
+
+
+async def test_a_question_asked_while_the_case_file_is_read_is_answered_with_it():
+    # CI's tmux run once answered the motivating question without the case file: the start-up job ended
+    # before the file was applied, and the answer worker (another thread) started in between. Applying
+    # the file slowly here opens that window wide; the answer must still be the case file's
+    app, notes = make_app(profile=SEED)
+    applied = []
+    apply_file = app.conversation.apply_file
+
+    def slow_apply(*args, **kwargs):
+        time.sleep(0.5)
+        applied.append(args[0])
+        return apply_file(*args, **kwargs)
+
+    app.conversation.apply_file = slow_apply  # type: ignore[method-assign]
+    async with app.run_test(size=(120, 40)) as pilot:
+        await wait_until(pilot, lambda: "evidence" in app._jobs)
+        await send(pilot, app, QUESTION)
+        await idle(pilot, app)
+        assert applied
+        assert "seed-qwen32b-h800-long-input.yaml" in text_of(app, "#evidence-text")
+        assert "22" in last(app) and "Read from your words" not in last(app), last(app)
+    assert [n for n, s in notes if s == "error"] == []

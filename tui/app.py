@@ -383,12 +383,14 @@ class ChatApp(App[None]):
         self._ui(self._initial_files_done, detected)
 
     def _initial_files_done(self, detected: list) -> None:
-        self._end_job("evidence")
+        # the job ends once the files are applied: a question waiting on it (_answer_worker, another
+        # thread) must not start between the two and be answered without the case file
         for path, det, as_profile in detected:
             try:
                 self.conversation.apply_file(Path(path).expanduser(), det, as_profile=as_profile)
             except AdvisorError as exc:
                 self._error(exc.one_line())
+        self._end_job("evidence")
         self._show_evidence()
         self._refresh()
 
@@ -419,12 +421,12 @@ class ChatApp(App[None]):
         self._ui(self._evidence_detected, raw, widget, path, detected, as_profile)
 
     async def _evidence_detected(self, raw: str, widget: MessageWidget, path: Path, detected, as_profile: bool) -> None:
-        self._end_job("evidence")
         try:
             reply = self.conversation.apply_file(path, detected, as_profile=as_profile)
         except AdvisorError as exc:
             await self._evidence_failed(raw, widget, exc.one_line())
             return
+        self._end_job("evidence")  # after the file is applied (see _initial_files_done)
         await self._reply(widget, raw, reply, event="evidence")
         self._show_evidence()
         self._refresh()
