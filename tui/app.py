@@ -385,12 +385,14 @@ class ChatApp(App[None]):
     def _initial_files_done(self, detected: list) -> None:
         # the job ends once the files are applied: a question waiting on it (_answer_worker, another
         # thread) must not start between the two and be answered without the case file
-        for path, det, as_profile in detected:
-            try:
-                self.conversation.apply_file(Path(path).expanduser(), det, as_profile=as_profile)
-            except AdvisorError as exc:
-                self._error(exc.one_line())
-        self._end_job("evidence")
+        try:
+            for path, det, as_profile in detected:
+                try:
+                    self.conversation.apply_file(Path(path).expanduser(), det, as_profile=as_profile)
+                except AdvisorError as exc:
+                    self._error(exc.one_line())
+        finally:  # and it ends whatever happens: a waiting question must not wait forever
+            self._end_job("evidence")
         self._show_evidence()
         self._refresh()
 

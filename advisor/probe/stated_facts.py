@@ -122,6 +122,8 @@ _SCALED = r"(?<![\d.])(\d+(?:\.\d+)?)\s*([kK万])"
 #: "5 万字", "3000 多字", "2000 个汉字", "3000 字符", "2000 Chinese characters": a length counted in
 #: characters, not tokens (Chinese users often measure text so); not 字节 (bytes), 字母, 字段
 _CHAR_UNIT = r"(?:多|余|来)?\s*(?:个|個)?\s*(?:汉字|漢字|中文字符?|字符|字元|字(?![节節母段])|chinese\s+char(?:acter)?s?\b)"
+
+
 def _length_pattern(nouns: str, scaled_nouns: str, token_kind: str, keyword: str, zh_keyword: str, zh_after: str) -> re.Pattern[str]:
     """A token length next to its words: "63K-token prompts", "63K prompts", "1000 input tokens",
     "prompt length 2000", "输入 63K", "63K 的输入" (one pattern each for prompts and outputs)."""
@@ -179,6 +181,15 @@ def _unit(text: str, m: re.Match) -> str:
     if _RATE_AFTER.match(text, end) or _RATE_BEFORE.search(text[max(0, m.start() - 8) : m.start()]):
         return "rate"
     return "chinese" if _CHARACTERS.match(text, end) else "other" if _OTHER_CHARACTERS.match(text, end) else "tokens"
+
+
+def _lengths(pattern: re.Pattern[str], text: str) -> dict[str, int | None]:
+    """The one length each unit ("tokens", "chinese") names next to ``pattern``'s words (None for a unit
+    named with two different lengths), from one scan of the text."""
+    found: dict[str, list[int | None]] = {}
+    for m in pattern.finditer(text):
+        found.setdefault(_unit(text, m), []).append(_tokens(*_pair(m)))
+    return {unit: _one(values) for unit, values in found.items()}
 
 
 def _tokens(number: str, scale: str | None) -> int | None:
@@ -255,16 +266,17 @@ def read_stated_facts(text: str | None) -> StatedFacts:
     if num_gpus is None and tp is not None and not any(counts):
         num_gpus = tp
     concurrency = sorted({int(g) for m in _CONCURRENCY.finditer(text) for g in m.groups() if g} - {0})
+    inputs, outputs = _lengths(_INPUT, text), _lengths(_OUTPUT, text)
     return StatedFacts(
         model=_model(text),
         gpu=next(iter(gpus.values())) if len(gpus) == 1 else None,
         num_gpus=num_gpus,
         tensor_parallel_size=tp,
         vllm_version=_version(text),
-        input_len=_one([_tokens(*_pair(m)) for m in _INPUT.finditer(text) if _unit(text, m) == "tokens"]),
-        output_len=_one([_tokens(*_pair(m)) for m in _OUTPUT.finditer(text) if _unit(text, m) == "tokens"]),
-        input_chars=_one([_tokens(*_pair(m)) for m in _INPUT.finditer(text) if _unit(text, m) == "chinese"]),
-        output_chars=_one([_tokens(*_pair(m)) for m in _OUTPUT.finditer(text) if _unit(text, m) == "chinese"]),
+        input_len=inputs.get("tokens"),
+        output_len=outputs.get("tokens"),
+        input_chars=inputs.get("chinese"),
+        output_chars=outputs.get("chinese"),
         concurrency=_spread([c for c in concurrency if c <= 100_000], MAX_POINTS) if len(concurrency) <= 2 * MAX_POINTS else [],
         reports_figures=bool(_FIGURE.search(text)),
     )
