@@ -8,6 +8,7 @@ format; nothing here re-parses a file.
 
 from __future__ import annotations
 
+import math
 import os
 import re
 from dataclasses import dataclass, field
@@ -56,6 +57,9 @@ class DiagnosisInputs:
     predicted: list[BenchmarkRun] = field(default_factory=list)  # sourced (uncalibrated) efficiencies
     ceiling: list[BenchmarkRun] = field(default_factory=list)  # every efficiency at its physical upper bound
     calibration: Any = None  # perf.calibrate.CalibrationResult, when asked for
+    #: perf.service_rate.ServiceRate at the efficiencies of ``predicted``: simulated only when a
+    #: measured run offered its requests on a clock (a finite request rate), the one place it is read
+    service_rate: Any = None
     notes: list[str] = field(default_factory=list)
     #: pieces of the input set aside (a file, a field, a serve command), typed; each also has its line in ``notes``
     skipped: list[InputNote] = field(default_factory=list)
@@ -630,6 +634,29 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
         best.ceiling = True
         inputs.predicted.append(run)
         inputs.ceiling.append(best)
+    _service_rate(inputs, calibrated)
+
+
+def _service_rate(inputs: DiagnosisInputs, calibrated: bool) -> None:
+    """The rate the deployment completes requests at its full batch, when a measured run sent its
+    requests at a finite rate (the one question it answers: did they arrive faster than that?)."""
+    from ..perf.service_rate import service_rate, simulation_steps
+
+    timed = [r for r in inputs.measured if not r.offered_concurrency and r.offered_request_rate is not None and not math.isinf(r.offered_request_rate)]
+    if not timed:
+        return
+    engine = inputs.engine
+    if simulation_steps(engine, inputs.input_len, inputs.output_len, PREFILL_TOKENS_PER_UNIT) > SERVICE_RATE_BUDGET:
+        inputs.set_aside(typed_note("workload_bounded", "sim_budget", field="request_rate", label="service rate"))
+        return
+    sourced = engine.step.eff
+    try:
+        engine.step.eff = inputs.calibration.efficiency if calibrated else sourced
+        inputs.service_rate = service_rate(engine, input_len=inputs.input_len, output_len=inputs.output_len, shared_prefix_len=inputs.shared_prefix_len or 0)
+    except AdvisorError as exc:
+        inputs.notes.append(f"service rate: {exc.one_line()}")
+    finally:
+        engine.step.eff = sourced
 
 
 #: Bounds on what one diagnosis asks the scheduler simulation to do, so that any input (a case file
@@ -645,6 +672,8 @@ SIM_BUDGET = 6_000_000  # request-steps over all predicted points of one answer 
 CALIBRATION_SIMULATIONS = 80  # golden-section evaluations of calibrate(), at most
 CALIBRATION_PROMPTS = 60  # requests calibrate() simulates per load point, at most
 CALIBRATION_BUDGET = 100_000_000
+#: The service-rate simulation (perf/service_rate.py) at most: ~1 s on this machine.
+SERVICE_RATE_BUDGET = 1_000_000
 
 
 def simulation_cost(num_prompts: int, input_len: int, output_len: int) -> float:

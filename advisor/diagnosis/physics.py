@@ -41,6 +41,7 @@ def detect_physics(inputs: DiagnosisInputs, board: Board) -> None:
         board.add("kv_capacity", 1.5, _model(msg("ev.max_concurrency"), round(mem.max_concurrency, 2), "x"))
     _profiling_pass(inputs, board)
     _kv_fit(inputs, board)
+    _open_loop_overload(inputs, board)
     _beyond_ceiling(inputs, board)
     _throughput_formula(inputs, board)
     _chunked_prefill(inputs, board)
@@ -107,6 +108,76 @@ def _kv_fit(inputs: DiagnosisInputs, board: Board) -> None:
             _model(msg("ev.running_two", lo=lo.load_label, hi=hi.load_label, a=q(round(r_lo, 1), "requests"), b=q(round(r_hi, 1), "requests"))),
             reason=msg("reason.same_speed", hi=hi.offered_concurrency, lo=lo.offered_concurrency, running=q(round(r_hi), "requests")),
         )
+
+
+#: An offered rate this far above the service rate is overload, not the model's error margin.
+OVERLOAD_RATIO = 1.25
+#: A measured completion rate above the service rate by more than this says the model's rate is wrong.
+SERVICE_RATE_SLACK = 1.2
+#: Waiting built up by the last request (s) below which a short benchmark's backlog does not matter.
+MIN_BACKLOG_S = 2.0
+
+
+def _open_loop_overload(inputs: DiagnosisInputs, board: Board) -> None:
+    """Requests sent on a clock faster than the deployment completes them: the backlog, and with it
+    TTFT and end-to-end latency, grows for as long as the benchmark sends. The figures then agree
+    with the model at that load (it queues them too), so only the service rate beside the offered
+    rate shows it. A measured completion rate near the offered one (the server kept up) or well
+    above the modelled service rate (the model is wrong) is no evidence."""
+    import math
+
+    rate = inputs.service_rate
+    if rate is None or rate.req_s <= 0:
+        return
+    worst = None
+    for run in inputs.measured:
+        offered = run.offered_request_rate
+        if run.offered_concurrency or offered is None or math.isinf(offered) or offered < OVERLOAD_RATIO * rate.req_s:
+            continue
+        done = run.request_throughput_req_s
+        if done is not None and (done > SERVICE_RATE_SLACK * rate.req_s or done > 0.9 * offered):
+            continue
+        if _far_better_than_modelled(run, _match(run, inputs.predicted)):
+            continue
+        sent = run.num_prompts or run.completed
+        backlog = sent * (1 / rate.req_s - 1 / offered) if sent else 0.0
+        if backlog >= MIN_BACKLOG_S and (worst is None or offered > worst[0].offered_request_rate):
+            worst = (run, backlog)
+    if worst is None:
+        return
+    run, backlog = worst
+    service = _model(msg("ev.service_rate"), round(rate.req_s, 2), "req/s", msg("detail.service_rate", clients=q(rate.clients, "requests")))
+    args = dict(rate=q(run.offered_request_rate, "req/s"), service=q(round(rate.req_s, 1), "req/s"), sent=run.num_prompts or run.completed, backlog=q(round(backlog), "s"))
+    done = run.request_throughput_req_s
+    if done is None:
+        board.add("queueing", 2.0, service, reason=msg("reason.open_loop_overload_model", **args), recommendation=_rate_below(rate.req_s))
+        return
+    said = run.format == "observations"
+    completed = Evidence(kind="reported" if said else "measured", origin="case" if said else "file", where=None if said else run.source.split("/")[-1],
+                         label=msg("ev.completed_rate"), load=run.load_label, value=round(done, 2), unit="req/s")
+    board.add("queueing", 3.0, service, completed, reason=msg("reason.open_loop_overload", **args, completed=q(round(done, 1), "req/s")), recommendation=_rate_below(rate.req_s))
+
+
+def _far_better_than_modelled(run: BenchmarkRun, predicted: BenchmarkRun | None) -> bool:
+    """The measured time per output token at this load is under half the model's: the model's
+    picture of this load (and so its service rate) is too slow to reason from."""
+    measured = run.tpot_ms.median if run.tpot_ms is not None else None
+    modelled = predicted.tpot_ms.median if predicted is not None and predicted.tpot_ms is not None else None
+    return bool(measured and modelled and measured < 0.5 * modelled)
+
+
+#: The share of the service rate a latency benchmark offers: close enough to the knee to be
+#: realistic, far enough below it that the queue drains between bursts of a Poisson stream.
+RATE_SHARE = 0.8
+
+
+def _rate_below(service: float) -> Recommendation:
+    below = max(0.1, round(RATE_SHARE * service, 1))
+    return Recommendation(
+        change=msg("rec.rate_below_service", rate=q(below, "req/s"), service=q(round(service, 1), "req/s")),
+        flag=f"vllm bench serve --request-rate {below:g}",
+        verify="sum(vllm:num_requests_waiting)\nhistogram_quantile(0.5, sum by (le) (rate(vllm:request_queue_time_seconds_bucket[5m])))",
+    )
 
 
 RATIO_FIGURES = (

@@ -1,0 +1,57 @@
+"""The service rate: how many requests a second a deployment completes when it is never idle.
+
+Why: an open-loop benchmark (``vllm bench serve --request-rate R``) sends requests on a clock,
+whatever the server does. When R is above the rate the server can finish them, the excess waits and
+the backlog grows for as long as the benchmark sends: TTFT and end-to-end latency then measure the
+benchmark's length, not the server, and the figures agree with the model at that load (the model
+queues them too). What tells the user is the service rate beside the offered one: the scheduler
+simulated at its full batch (closed loop, as many clients as it admits at these lengths), so every
+step runs as many requests as ``max_num_seqs`` and the KV cache let it.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from .predict import EngineModel, LoadPoint, predict_load_point
+
+#: Clients simulated per replica at most: past a few hundred running requests a step's time grows
+#: with the batch about as fast as the batch does, so the rate hardly moves, and the cost would.
+MAX_CLIENTS_PER_REPLICA = 256
+#: Rounds of the clients simulated: two reach the steady state (diagnosis_prompts does the same).
+ROUNDS = 2
+
+
+@dataclass(frozen=True)
+class ServiceRate:
+    """Requests a second at the full batch, with the closed-loop clients simulated for it."""
+
+    req_s: float
+    clients: int
+
+
+def full_batch_clients(engine: EngineModel, input_len: int, output_len: int) -> int:
+    """Requests the engine runs at once at these lengths, over all replicas: the smaller of
+    ``max_num_seqs`` and what fits in the KV cache (capped at MAX_CLIENTS_PER_REPLICA a replica)."""
+    fit = math.floor(engine.memory.requests_that_fit(input_len + output_len))
+    per_replica = min(engine.config.max_num_seqs, fit, MAX_CLIENTS_PER_REPLICA)
+    return max(0, per_replica) * engine.replicas
+
+
+def service_rate(engine: EngineModel, *, input_len: int, output_len: int, shared_prefix_len: int = 0) -> ServiceRate | None:
+    """The simulated service rate (None when nothing fits). The caller sets the efficiencies."""
+    clients = full_batch_clients(engine, input_len, output_len)
+    if clients < 1 or not engine.memory.fits:
+        return None
+    run, _ = predict_load_point(
+        engine, LoadPoint(concurrency=clients), input_len=input_len, output_len=output_len, num_prompts=ROUNDS * clients, shared_prefix_len=shared_prefix_len
+    )
+    if not run.request_throughput_req_s:
+        return None
+    return ServiceRate(req_s=run.request_throughput_req_s, clients=clients)
+
+
+def simulation_steps(engine: EngineModel, input_len: int, output_len: int, prefill_tokens_per_unit: int) -> float:
+    """Request-steps the service-rate simulation costs (the unit of the diagnosis's budget)."""
+    return ROUNDS * full_batch_clients(engine, input_len, output_len) * (input_len / prefill_tokens_per_unit + output_len)
