@@ -35,6 +35,7 @@ RUNS_D = REPO / "benchmarks" / "gpu" / "runs" / "2026-12-06-h100-planted-d"  # s
 RUNS_E = REPO / "benchmarks" / "gpu" / "runs" / "2026-12-06-h100-planted-e"  # session 19's MoE runs, held out
 RUNS_F = REPO / "benchmarks" / "gpu" / "runs" / "2026-12-06-h100-planted-f"  # session 20's attention backends
 RUNS_G = REPO / "benchmarks" / "gpu" / "runs" / "2026-12-06-h100-nochunk"  # session 21's chunked prefill off, held out
+RUNS_H = REPO / "benchmarks" / "gpu" / "runs" / "2026-12-06-h100-overload"  # session 22's open-loop overload, held out, and its control
 CHECKS = REPO / "benchmarks" / "gpu" / "runs" / "2026-12-06-h100-intake"  # session 19's checks, same card
 sys.path.insert(0, str(REPO / "benchmarks" / "gpu"))
 
@@ -42,7 +43,7 @@ sys.path.insert(0, str(REPO / "benchmarks" / "gpu"))
 def _folder(run: str, tmp_path: Path, point: int = 0) -> tuple[Path, list[str]]:
     import planted_artifacts
 
-    results, log, snaps = planted_artifacts.load_run(next(d for d in (RUNS, RUNS_B, RUNS_C, RUNS_D, RUNS_E, RUNS_F, RUNS_G) if (d / run).is_dir()) / run)
+    results, log, snaps = planted_artifacts.load_run(next(d for d in (RUNS, RUNS_B, RUNS_C, RUNS_D, RUNS_E, RUNS_F, RUNS_G, RUNS_H) if (d / run).is_dir()) / run)
     point = results["points"][point]
     out = planted_artifacts.write_point(results, point, snaps[point["id"]], log, tmp_path, planted_artifacts.QUESTION)
     return out, results["plan"]["planted"]["causes"]
@@ -334,3 +335,31 @@ def test_the_hardware_ceiling_of_an_eager_moe_step_charges_no_launches(tmp_path)
     predicted = next(r for r in inputs.predicted if r.offered_concurrency == 16).tpot_ms.mean
     ceiling = next(r for r in inputs.ceiling if r.offered_concurrency == 16).tpot_ms.mean
     assert predicted > 40 and ceiling < 0.6 * predicted, (predicted, ceiling)  # 46 / 23 ms (46 / 46 before)
+
+
+@pytest.mark.parametrize("point", [0, 1])
+def test_requests_sent_faster_than_they_are_served_are_a_queue_not_a_fault(point, tmp_path) -> None:
+    """Session 22, held out (the rule and the plan committed before the run): Llama-3.1-8B at vLLM's
+    defaults, 1K/256-token requests sent at 40 and 30 req/s, about 21 req/s completed. Before the rule
+    the answer opened with the KV cache (40 req/s) or max_num_seqs (30 req/s, queueing not in the
+    first three): the figures matched the model at that load, which queues them too."""
+    folder, causes = _folder("planted-8b-overload", tmp_path, point)
+    diagnosis = diagnose(gather(profile=folder / "case.yaml"), with_effects=False)
+    first = diagnosis.findings[0]
+    assert first.cause == "queueing" == causes[0]
+    assert any(r.id == "reason.open_loop_overload" for r in first.reasons)
+    assert any(rec.flag and rec.flag.startswith("vllm bench serve --request-rate") for rec in first.recommendations)
+
+
+def test_a_rate_below_the_service_rate_is_not_called_overload(tmp_path) -> None:
+    """The same server at 12 req/s (check-8b-rate-under): TTFT p50 53 ms, no queue, no such finding."""
+    import planted_artifacts
+
+    results, log, snaps = planted_artifacts.load_run(RUNS_H / "check-8b-rate-under")
+    point = results["points"][0]
+    folder = planted_artifacts.write_point(results, point, snaps[point["id"]], log, tmp_path, planted_artifacts.QUESTION)
+    inputs = gather(profile=folder / "case.yaml")
+    assert inputs.service_rate is not None and inputs.service_rate.req_s > 12 * 1.25
+    diagnosis = diagnose(inputs, with_effects=False)
+    assert not any(r.id.startswith("reason.open_loop_overload") for f in diagnosis.findings for r in f.reasons)
+    assert diagnosis.causes[0] != "queueing"
