@@ -110,21 +110,30 @@ def _kv_fit(inputs: DiagnosisInputs, board: Board) -> None:
         )
 
 
-#: An offered rate this far above the service rate is overload, not the model's error margin.
-OVERLOAD_RATIO = 1.25
-#: A measured completion rate above the service rate by more than this says the model's rate is wrong.
-SERVICE_RATE_SLACK = 1.2
-#: Waiting built up by the last request (s) below which a short benchmark's backlog does not matter.
-MIN_BACKLOG_S = 2.0
+#: A measured completion rate outside [LOW, HIGH] x the service rate says the model's rate (or the run:
+#: failures, a stalled server) is not what the figures show.
+COMPLETED_LOW, COMPLETED_HIGH = 0.6, 1.2
+#: Requests left over when the last is sent (arrived beyond what the server completed by then) below
+#: which a short benchmark's backlog does not matter.
+MIN_EXCESS_REQUESTS = 8
+#: An overloaded server holds its full batch: requests in flight on average (sum of E2E / duration)
+#: at least this share of the clients the service rate was simulated with.
+FULL_BATCH_SHARE = 0.8
+#: The share of the service rate a latency benchmark offers: close enough to the knee to be
+#: realistic, far enough below it that the queue drains between bursts of a Poisson stream.
+RATE_SHARE = 0.8
 
 
 def _open_loop_overload(inputs: DiagnosisInputs, board: Board) -> None:
     """Requests sent on a clock faster than the deployment completes them: the backlog, and with it
     TTFT and end-to-end latency, grows for as long as the benchmark sends. The figures then agree
     with the model at that load (it queues them too), so only the service rate beside the offered
-    rate shows it. A measured completion rate near the offered one (the server kept up) or well
-    above the modelled service rate (the model is wrong) is no evidence."""
-    import math
+    rate shows it. A run with no latency figure (a throughput comparison) has nothing for it to
+    explain. The measured run decides how much that says: a completion rate far from the
+    modelled service rate, a TPOT under half the model's, or fewer requests in flight than the full
+    batch is no overload the figures show; all three in agreement establish it (3.0); a run that
+    measured neither is the model's word (2.0)."""
+    from ..perf.service_rate import overloaded
 
     rate = inputs.service_rate
     if rate is None or rate.req_s <= 0:
@@ -132,30 +141,53 @@ def _open_loop_overload(inputs: DiagnosisInputs, board: Board) -> None:
     worst = None
     for run in inputs.measured:
         offered = run.offered_request_rate
-        if run.offered_concurrency or offered is None or math.isinf(offered) or offered < OVERLOAD_RATIO * rate.req_s:
+        if run.offered_concurrency or not overloaded(offered, rate):
             continue
+        if run.ttft_ms is None and run.e2e_ms is None and run.tpot_ms is None:
+            continue  # no latency measured: nothing the queue would explain (a throughput-only comparison)
         done = run.request_throughput_req_s
-        if done is not None and (done > SERVICE_RATE_SLACK * rate.req_s or done > 0.9 * offered):
+        if run.completed == 0 or (done is not None and not COMPLETED_LOW * rate.req_s <= done <= COMPLETED_HIGH * rate.req_s):
             continue
         if _far_better_than_modelled(run, _match(run, inputs.predicted)):
             continue
+        in_flight = run.achieved_concurrency
+        if in_flight is not None and in_flight < FULL_BATCH_SHARE * rate.clients:
+            continue
         sent = run.num_prompts or run.completed
-        backlog = sent * (1 / rate.req_s - 1 / offered) if sent else 0.0
-        if backlog >= MIN_BACKLOG_S and (worst is None or offered > worst[0].offered_request_rate):
-            worst = (run, backlog)
+        excess = sent * (1 - rate.req_s / offered) if sent else None
+        if excess is not None and excess < MIN_EXCESS_REQUESTS:
+            continue
+        if worst is None or offered > worst.offered_request_rate:
+            worst = run
     if worst is None:
         return
-    run, backlog = worst
-    service = _model(msg("ev.service_rate"), round(rate.req_s, 2), "req/s", msg("detail.service_rate", clients=q(rate.clients, "requests")))
-    args = dict(rate=q(run.offered_request_rate, "req/s"), service=q(round(rate.req_s, 1), "req/s"), sent=run.num_prompts or run.completed, backlog=q(round(backlog), "s"))
-    done = run.request_throughput_req_s
-    if done is None:
-        board.add("queueing", 2.0, service, reason=msg("reason.open_loop_overload_model", **args), recommendation=_rate_below(rate.req_s))
-        return
-    said = run.format == "observations"
-    completed = Evidence(kind="reported" if said else "measured", origin="case" if said else "file", where=None if said else run.source.split("/")[-1],
-                         label=msg("ev.completed_rate"), load=run.load_label, value=round(done, 2), unit="req/s")
-    board.add("queueing", 3.0, service, completed, reason=msg("reason.open_loop_overload", **args, completed=q(round(done, 1), "req/s")), recommendation=_rate_below(rate.req_s))
+    run = worst
+    service = _model(msg("ev.service_rate"), rate.req_s, "req/s", msg("detail.service_rate", clients=q(rate.clients, "requests")))
+    args = dict(rate=q(run.offered_request_rate, "req/s"), service=q(rate.req_s, "req/s"))
+    sent = run.num_prompts or run.completed
+    excess = msg("reason.open_loop_excess", sent=sent, excess=q(round(sent * (1 - rate.req_s / run.offered_request_rate)), "requests")) if sent else msg("reason.open_loop_no_count")
+    measured = run.request_throughput_req_s is not None and run.achieved_concurrency is not None
+    evidence = [service]
+    if run.request_throughput_req_s is not None:
+        evidence.append(Evidence(kind="measured", origin="file", where=run.source.split("/")[-1], label=msg("ev.completed_rate"), load=run.load_label,
+                                 value=run.request_throughput_req_s, unit="req/s"))
+    if run.achieved_concurrency is not None:
+        evidence.append(Evidence(kind="measured", origin="file", where=run.source.split("/")[-1], label=msg("ev.in_flight"), load=run.load_label,
+                                 value=round(run.achieved_concurrency, 1), unit="requests", detail=msg("detail.in_flight", clients=q(rate.clients, "requests"))))
+    if measured:
+        reason = msg("reason.open_loop_overload", **args, excess=excess, completed=q(run.request_throughput_req_s, "req/s"), in_flight=q(round(run.achieved_concurrency), "requests"))
+    else:
+        reason = msg("reason.open_loop_overload_model", **args, excess=excess)
+    board.add("queueing", 3.0 if measured else 2.0, *evidence, reason=reason, recommendation=_rate_below(rate.req_s))
+
+
+def _rate_below(service: float) -> Recommendation:
+    below = float(f"{RATE_SHARE * service:.3g}")
+    return Recommendation(
+        change=msg("rec.rate_below_service", rate=q(below, "req/s"), share=q(round(100 * RATE_SHARE), "%"), service=q(service, "req/s")),
+        flag=f"vllm bench serve --request-rate {below:g}",
+        verify="sum(vllm:num_requests_waiting)\nhistogram_quantile(0.5, sum by (le) (rate(vllm:request_queue_time_seconds_bucket[5m])))",
+    )
 
 
 def _far_better_than_modelled(run: BenchmarkRun, predicted: BenchmarkRun | None) -> bool:
@@ -164,20 +196,6 @@ def _far_better_than_modelled(run: BenchmarkRun, predicted: BenchmarkRun | None)
     measured = run.tpot_ms.median if run.tpot_ms is not None else None
     modelled = predicted.tpot_ms.median if predicted is not None and predicted.tpot_ms is not None else None
     return bool(measured and modelled and measured < 0.5 * modelled)
-
-
-#: The share of the service rate a latency benchmark offers: close enough to the knee to be
-#: realistic, far enough below it that the queue drains between bursts of a Poisson stream.
-RATE_SHARE = 0.8
-
-
-def _rate_below(service: float) -> Recommendation:
-    below = max(0.1, round(RATE_SHARE * service, 1))
-    return Recommendation(
-        change=msg("rec.rate_below_service", rate=q(below, "req/s"), service=q(round(service, 1), "req/s")),
-        flag=f"vllm bench serve --request-rate {below:g}",
-        verify="sum(vllm:num_requests_waiting)\nhistogram_quantile(0.5, sum by (le) (rate(vllm:request_queue_time_seconds_bucket[5m])))",
-    )
 
 
 RATIO_FIGURES = (

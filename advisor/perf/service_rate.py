@@ -19,8 +19,12 @@ from .predict import EngineModel, LoadPoint, predict_load_point
 #: Clients simulated per replica at most: past a few hundred running requests a step's time grows
 #: with the batch about as fast as the batch does, so the rate hardly moves, and the cost would.
 MAX_CLIENTS_PER_REPLICA = 256
-#: Rounds of the clients simulated: two reach the steady state (diagnosis_prompts does the same).
+#: Rounds of the clients simulated: two reach the steady state (diagnosis_prompts does the same);
+#: one when two are over the caller's budget (long outputs): with one length for every request the
+#: two give about the same rate.
 ROUNDS = 2
+#: An offered rate this far above the service rate is overload, not the model's error margin.
+OVERLOAD_RATIO = 1.25
 
 
 @dataclass(frozen=True)
@@ -39,19 +43,26 @@ def full_batch_clients(engine: EngineModel, input_len: int, output_len: int) -> 
     return max(0, per_replica) * engine.replicas
 
 
-def service_rate(engine: EngineModel, *, input_len: int, output_len: int, shared_prefix_len: int = 0) -> ServiceRate | None:
+def service_rate(engine: EngineModel, *, input_len: int, output_len: int, shared_prefix_len: int = 0, rounds: int = ROUNDS) -> ServiceRate | None:
     """The simulated service rate (None when nothing fits). The caller sets the efficiencies."""
     clients = full_batch_clients(engine, input_len, output_len)
     if clients < 1 or not engine.memory.fits:
         return None
     run, _ = predict_load_point(
-        engine, LoadPoint(concurrency=clients), input_len=input_len, output_len=output_len, num_prompts=ROUNDS * clients, shared_prefix_len=shared_prefix_len
+        engine, LoadPoint(concurrency=clients), input_len=input_len, output_len=output_len, num_prompts=rounds * clients, shared_prefix_len=shared_prefix_len
     )
     if not run.request_throughput_req_s:
         return None
     return ServiceRate(req_s=run.request_throughput_req_s, clients=clients)
 
 
-def simulation_steps(engine: EngineModel, input_len: int, output_len: int, prefill_tokens_per_unit: int) -> float:
-    """Request-steps the service-rate simulation costs (the unit of the diagnosis's budget)."""
-    return ROUNDS * full_batch_clients(engine, input_len, output_len) * (input_len / prefill_tokens_per_unit + output_len)
+def simulation_steps(engine: EngineModel, input_len: int, output_len: int, prefill_tokens_per_unit: int, rounds: int = ROUNDS) -> float:
+    """Request-steps the service-rate simulation costs (the unit of the diagnosis's budget): one
+    replica is simulated (predict_load_point splits the clients), so the clients of one."""
+    per_replica = full_batch_clients(engine, input_len, output_len) / max(1, engine.replicas)
+    return rounds * per_replica * (input_len / prefill_tokens_per_unit + output_len)
+
+
+def overloaded(offered: float | None, rate: ServiceRate | None) -> bool:
+    """A finite offered rate at least OVERLOAD_RATIO x the service rate."""
+    return rate is not None and offered is not None and not math.isinf(offered) and offered >= OVERLOAD_RATIO * rate.req_s
