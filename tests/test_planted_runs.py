@@ -338,15 +338,16 @@ def test_the_hardware_ceiling_of_an_eager_moe_step_charges_no_launches(tmp_path)
 
 
 @pytest.mark.parametrize("calibrate", [False, True])
-@pytest.mark.parametrize("point", [0, 1])
-def test_requests_sent_faster_than_they_are_served_are_a_queue_not_a_fault(point, calibrate, tmp_path) -> None:
+@pytest.mark.parametrize(("run", "point"), [("planted-8b-overload", 0), ("planted-8b-overload", 1), ("planted-14b-overload", 0), ("planted-14b-overload", 1)])
+def test_requests_sent_faster_than_they_are_served_are_a_queue_not_a_fault(run, point, calibrate, tmp_path) -> None:
     """Session 22, held out (the rule and the plan committed before the run): Llama-3.1-8B at vLLM's
     defaults, 1K/256-token requests sent at 40 and 30 req/s, about 21 req/s completed. Before the rule
     the answer opened with the KV cache (40 req/s) or max_num_seqs (30 req/s, queueing not in the
     first three): the figures matched the model at that load, which queues them too. Calibrated (the
     memo's way), the run is left out of the fit: fitted to the queue's latencies, every efficiency
-    went to its floor and the service rate to a quarter of what the server completed."""
-    folder, causes = _folder("planted-8b-overload", tmp_path, point)
+    went to its floor and the service rate to a quarter of what the server completed. The 14B run
+    (2K/256 at 12 and 9 req/s against ~6 req/s) was held out for the rule as mended after review."""
+    folder, causes = _folder(run, tmp_path, point)
     inputs = gather(profile=folder / "case.yaml", calibrate=calibrate)
     if calibrate:
         assert "overloaded_not_calibrated" in [n.reason for n in inputs.skipped]
