@@ -90,3 +90,20 @@ def test_a_slow_service_rate_is_printed_and_offered_in_significant_figures():
     assert rec.flag == "vllm bench serve --request-rate 0.00112"
     said = render(rec.change, "en")
     assert "0.00112 req/s" in said and "0.0014 req/s" in said and "80%" in said
+
+
+@pytest.mark.parametrize("rate", [0, -5])
+def test_a_rate_that_sends_nothing_is_set_aside_not_a_crash(tmp_path, rate):
+    """A real file whose request_rate was edited to 0 or below: the load point is not simulated (one
+    note says why) and the answer stands on the rest; it was a ZeroDivisionError and exit 70."""
+    import json
+
+    from vllm_advisor.diagnosis.engine import diagnose
+
+    doc = json.loads(LLAMA70B_QPS4.read_text())
+    doc["request_rate"] = rate
+    edited = tmp_path / "bench.json"
+    edited.write_text(json.dumps(doc))
+    inputs = gather(attachments=[edited], serve_cmd="vllm serve meta-llama/Llama-3.3-70B-Instruct --tensor-parallel-size 8", overrides={"gpu": "H100"}, calibrate=True)
+    assert any("a rate must be above 0" in n for n in inputs.notes)
+    assert inputs.service_rate is None and diagnose(inputs, with_effects=False).findings

@@ -646,7 +646,7 @@ def _service_rate(inputs: DiagnosisInputs, efficiency) -> None:
     faster than that?). Over the budget at two rounds of the clients, one; over it at one, a note."""
     from ..perf.service_rate import service_rate, simulation_steps
 
-    timed = [r for r in inputs.measured if not r.offered_concurrency and r.offered_request_rate is not None and not math.isinf(r.offered_request_rate)]
+    timed = [r for r in inputs.measured if not r.offered_concurrency and r.offered_request_rate is not None and 0 < r.offered_request_rate < math.inf]
     if not timed:
         return
     engine = inputs.engine

@@ -183,6 +183,8 @@ def predict_load_point(
     """Simulate one load point on one replica (clients or rate split evenly across replicas)."""
     if not engine.memory.fits:
         raise UsageError("; ".join(engine.memory.notes) or "the model does not fit on this GPU configuration")
+    if point.request_rate is not None and not point.request_rate > 0:  # 0, negative or NaN: no arrival clock to simulate
+        raise UsageError(f"a request rate of {point.request_rate:g} req/s sends nothing: a rate must be above 0 (inf: all at once)")
     n = num_prompts or default_num_prompts(point)
     reps = engine.replicas
     conc = None if point.concurrency is None else max(1, math.ceil(point.concurrency / reps))
