@@ -395,7 +395,7 @@ def test_a_stated_rate_above_the_service_rate_is_the_models_word_only(tmp_path) 
 def test_data_parallel_replicas_get_their_service_rate(tmp_path) -> None:
     """Eight replicas simulate one replica's clients: the budget counts one replica's cost, and the
     service rate is the eight together."""
-    from vllm_advisor.perf.service_rate import simulation_steps
+    from vllm_advisor.perf.service_rate import replica_clients
 
     folder, _ = _folder("planted-8b-overload", tmp_path, 0)
     single = gather(profile=folder / "case.yaml")
@@ -410,4 +410,4 @@ def test_data_parallel_replicas_get_their_service_rate(tmp_path) -> None:
     assert inputs.engine.replicas == 8 and "service_rate_budget" not in [n.reason for n in inputs.skipped]
     assert inputs.service_rate.clients == 8 * one.clients
     assert inputs.service_rate.req_s == pytest.approx(8 * one.req_s, rel=0.05)
-    assert simulation_steps(inputs.engine, 1024, 256, 64) == pytest.approx(simulation_steps(single.engine, 1024, 256, 64))
+    assert replica_clients(inputs.engine, 1024, 256) == replica_clients(single.engine, 1024, 256)  # what the simulation's cost grows with

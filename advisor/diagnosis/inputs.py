@@ -644,13 +644,14 @@ def _service_rate(inputs: DiagnosisInputs, efficiency) -> None:
     """The rate the deployment completes requests at its full batch, at ``efficiency``, when a
     measured run sent its requests at a finite rate (the one question it answers: did they arrive
     faster than that?). Over the budget at two rounds of the clients, one; over it at one, a note."""
-    from ..perf.service_rate import service_rate, simulation_steps
+    from ..perf.service_rate import ROUNDS, replica_clients, service_rate
 
     timed = [r for r in inputs.measured if not r.offered_concurrency and r.offered_request_rate is not None and 0 < r.offered_request_rate < math.inf]
     if not timed:
         return
     engine = inputs.engine
-    rounds = next((n for n in (2, 1) if simulation_steps(engine, inputs.input_len, inputs.output_len, PREFILL_TOKENS_PER_UNIT, rounds=n) <= SERVICE_RATE_BUDGET), None)
+    clients = replica_clients(engine, inputs.input_len, inputs.output_len)
+    rounds = next((n for n in (ROUNDS, 1) if simulation_cost(n * clients, inputs.input_len, inputs.output_len) <= SERVICE_RATE_BUDGET), None)
     if rounds is None:
         if inputs.service_rate is None:  # said once (the calibrated pass asks again)
             inputs.set_aside(typed_note("workload_bounded", "service_rate_budget", field="request_rate", input=inputs.input_len, output=inputs.output_len))

@@ -6,6 +6,7 @@ from ..schema import BenchmarkRun, Evidence, Msg, Recommendation, ServerView
 from ..schema.message import msg, q
 from .board import Board
 from .inputs import DiagnosisInputs
+from .measured import _file
 from .setting_cost import detect_backend_cost, detect_setting_costs
 
 PRE_HOPPER = ("ampere", "ada", "turing", "volta")
@@ -157,27 +158,25 @@ def _open_loop_overload(inputs: DiagnosisInputs, board: Board) -> None:
         excess = sent * (1 - rate.req_s / offered) if sent else None
         if excess is not None and excess < MIN_EXCESS_REQUESTS:
             continue
-        if worst is None or offered > worst.offered_request_rate:
-            worst = run
+        if worst is None or offered > worst[0].offered_request_rate:
+            worst = (run, sent, excess)
     if worst is None:
         return
-    run = worst
+    run, sent, excess = worst
     service = _model(msg("ev.service_rate"), rate.req_s, "req/s", msg("detail.service_rate", clients=q(rate.clients, "requests")))
     args = dict(rate=q(run.offered_request_rate, "req/s"), service=q(rate.req_s, "req/s"))
-    sent = run.num_prompts or run.completed
-    excess = msg("reason.open_loop_excess", sent=sent, excess=q(round(sent * (1 - rate.req_s / run.offered_request_rate)), "requests")) if sent else msg("reason.open_loop_no_count")
+    left_over = msg("reason.open_loop_excess", sent=sent, excess=q(round(excess), "requests")) if sent else msg("reason.open_loop_no_count")
     measured = run.request_throughput_req_s is not None and run.achieved_concurrency is not None
+    where = run.source.split("/")[-1]
     evidence = [service]
     if run.request_throughput_req_s is not None:
-        evidence.append(Evidence(kind="measured", origin="file", where=run.source.split("/")[-1], label=msg("ev.completed_rate"), load=run.load_label,
-                                 value=run.request_throughput_req_s, unit="req/s"))
+        evidence.append(_file(msg("ev.completed_rate"), run.request_throughput_req_s, "req/s", where=where, load=run.load_label))
     if run.achieved_concurrency is not None:
-        evidence.append(Evidence(kind="measured", origin="file", where=run.source.split("/")[-1], label=msg("ev.in_flight"), load=run.load_label,
-                                 value=round(run.achieved_concurrency, 1), unit="requests", detail=msg("detail.in_flight", clients=q(rate.clients, "requests"))))
+        evidence.append(_file(msg("ev.in_flight"), round(run.achieved_concurrency, 1), "requests", msg("detail.in_flight", clients=q(rate.clients, "requests")), where=where, load=run.load_label))
     if measured:
-        reason = msg("reason.open_loop_overload", **args, excess=excess, completed=q(run.request_throughput_req_s, "req/s"), in_flight=q(round(run.achieved_concurrency), "requests"))
+        reason = msg("reason.open_loop_overload", **args, excess=left_over, completed=q(run.request_throughput_req_s, "req/s"), in_flight=q(round(run.achieved_concurrency), "requests"))
     else:
-        reason = msg("reason.open_loop_overload_model", **args, excess=excess)
+        reason = msg("reason.open_loop_overload_model", **args, excess=left_over)
     board.add("queueing", 3.0 if measured else 2.0, *evidence, reason=reason, recommendation=_rate_below(rate.req_s))
 
 

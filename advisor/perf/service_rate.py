@@ -35,12 +35,17 @@ class ServiceRate:
     clients: int
 
 
-def full_batch_clients(engine: EngineModel, input_len: int, output_len: int) -> int:
-    """Requests the engine runs at once at these lengths, over all replicas: the smaller of
-    ``max_num_seqs`` and what fits in the KV cache (capped at MAX_CLIENTS_PER_REPLICA a replica)."""
+def replica_clients(engine: EngineModel, input_len: int, output_len: int) -> int:
+    """Requests one replica runs at once at these lengths: the smaller of ``max_num_seqs`` and what
+    fits in its KV cache, capped at MAX_CLIENTS_PER_REPLICA. One replica is what the simulation runs
+    (predict_load_point splits the clients), so this is also what its cost grows with."""
     fit = math.floor(engine.memory.requests_that_fit(input_len + output_len))
-    per_replica = min(engine.config.max_num_seqs, fit, MAX_CLIENTS_PER_REPLICA)
-    return max(0, per_replica) * engine.replicas
+    return max(0, min(engine.config.max_num_seqs, fit, MAX_CLIENTS_PER_REPLICA))
+
+
+def full_batch_clients(engine: EngineModel, input_len: int, output_len: int) -> int:
+    """Requests the engine runs at once at these lengths, over all replicas."""
+    return replica_clients(engine, input_len, output_len) * engine.replicas
 
 
 def service_rate(engine: EngineModel, *, input_len: int, output_len: int, shared_prefix_len: int = 0, rounds: int = ROUNDS) -> ServiceRate | None:
@@ -54,13 +59,6 @@ def service_rate(engine: EngineModel, *, input_len: int, output_len: int, shared
     if not run.request_throughput_req_s:
         return None
     return ServiceRate(req_s=run.request_throughput_req_s, clients=clients)
-
-
-def simulation_steps(engine: EngineModel, input_len: int, output_len: int, prefill_tokens_per_unit: int, rounds: int = ROUNDS) -> float:
-    """Request-steps the service-rate simulation costs (the unit of the diagnosis's budget): one
-    replica is simulated (predict_load_point splits the clients), so the clients of one."""
-    per_replica = full_batch_clients(engine, input_len, output_len) / max(1, engine.replicas)
-    return rounds * per_replica * (input_len / prefill_tokens_per_unit + output_len)
 
 
 def overloaded(offered: float | None, rate: ServiceRate | None) -> bool:
