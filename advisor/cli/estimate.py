@@ -273,7 +273,7 @@ def render_vs_real_vllm(err: dict) -> Text:
     """One line: the model's median error against real vLLM on held-out runs (catalog/vllm-h200.yaml)."""
     figs = ", ".join(f"{_REAL_VLLM_FIGURES.get(k, k)} {v * 100:.1f}%" for k, v in err["median_abs_error_holdout"].items())
     engine = err["engine"].split(" (")[0]
-    line = f"Held to real {engine} on one {err['gpu']} ({len(err['holdout_runs'])} held-out server runs, {err['runs']}): median |predicted/measured - 1| {figs}."
+    line = f"Held to real {engine} on one {' or '.join(err['gpu'].split(', '))} ({len(err['holdout_runs'])} held-out server runs, {err['runs']}): median |predicted/measured - 1| {figs}."
     if not err["applies"]:
         line += f" This deployment's vLLM version is older or unknown: the fitted {engine} costs are not used, so these errors do not carry over."
     return Text(line, style="dim")

@@ -336,7 +336,8 @@ def _real_vllm_line(lang: str, config) -> str:
               ("output_throughput", text(lang, "figure.output_throughput_tok_s")), ("kv_cache_tokens", t(lang, "mvp_kv_size"))]
     figures = text(lang, "sep.comma").join(f"{label} {e[key] * 100:.1f}%" for key, label in labels if key in e)
     engine = err["engine"].split(" (")[0]
-    line = t(lang, "mvp_real_vllm", engine=engine, gpu=err["gpu"], figures=figures)
+    gpus = text(lang, "sep.or").join(err["gpu"].split(", "))  # the cards the fit's runs used, any of them
+    line = t(lang, "mvp_real_vllm", engine=engine, gpu=gpus, figures=figures)
     gap = "" if lang.startswith("zh") else " "
     return line if err["applies"] else line + gap + t(lang, "mvp_real_vllm_off", engine=engine)
 

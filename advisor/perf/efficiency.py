@@ -15,8 +15,8 @@ Two kinds of parameter live here, and the difference matters when reading a pred
 
 - **Eager steps** (``--enforce-eager``: no CUDA graphs, no torch.compile): the host launches every
   layer's kernels from Python, and a step takes the longer of those launches and the kernels
-  (``step_time.EAGER_OVERLAP``). ``eager_launch_us_per_layer`` (dense layer, 439 µs) and
-  ``eager_moe_launch_us_per_layer`` (MoE layer, 958 µs) were fitted by ``benchmarks/gpu/fit_eager.py``
+  (``step_time.EAGER_OVERLAP``). ``eager_launch_us_per_layer`` (dense layer, 445 µs) and
+  ``eager_moe_launch_us_per_layer`` (MoE layer, 963 µs) were fitted by ``benchmarks/gpu/fit_eager.py``
   to real vLLM 0.26.0 on one H100 (runs/2026-12-06-h100-eager); a sourced 60 µs (10-15 launches of
   ~5 µs) added to the kernels had put an eager MoE step at 9 ms where it took 45 ms. They are host
   (CPU) times: another host CPU moves them (two H100 machines differed by about 15%).
@@ -206,10 +206,10 @@ class Efficiency(BaseModel):
     allreduce_latency_us: float = Field(15.0, description="NCCL all-reduce latency per call, µs (sourced)")
     # --- eager steps: fitted to real vLLM 0.26.0 on an H100 (benchmarks/gpu/fit_eager.py), every release --------
     eager_launch_us_per_layer: float = Field(
-        439.3, description="host time to launch a dense layer's kernels without CUDA graphs or torch.compile, µs (fitted: benchmarks/gpu/fit_eager.py)"
+        444.9, description="host time to launch a dense layer's kernels without CUDA graphs or torch.compile, µs (fitted: benchmarks/gpu/fit_eager.py)"
     )
     eager_moe_launch_us_per_layer: float = Field(
-        957.6, description="host time to launch an MoE layer's kernels without CUDA graphs or torch.compile, µs (fitted: benchmarks/gpu/fit_eager.py)"
+        963.2, description="host time to launch an MoE layer's kernels without CUDA graphs or torch.compile, µs (fitted: benchmarks/gpu/fit_eager.py)"
     )
     # --- fitted to a real vLLM server (catalog/vllm-h200.yaml) ----------------------------------------
     step_overhead_ms: float = _engine("step_overhead_ms", "vLLM's per-step host time not hidden behind the GPU: scheduling, input preparation, sampling (fitted)")

@@ -22,6 +22,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -59,14 +60,31 @@ def find_result_files(root: Path) -> list[Path]:
     return files
 
 
-def read_split(root: Path) -> tuple[set[str] | None, str]:
+@dataclass(frozen=True)
+class RunSplit:
+    """Which server runs a fit of vLLM's own costs used, written before it ran (``split.json``):
+    ``fit`` (plan names fitted on), ``other`` (runs that test a setting those terms do not model,
+    e.g. another attention backend or eager mode: scored apart, neither fitted nor held out);
+    every other run is held out."""
+
+    fit: set[str] | None
+    rule: str
+    other: frozenset[str] = frozenset()
+
+    def of(self, name: str) -> str:
+        if self.fit is None:
+            return "unsplit"
+        return "fit" if name in self.fit else "other" if name in self.other else "holdout"
+
+
+def read_split(root: Path) -> RunSplit:
     """The fit/hold-out split written before fitting (``split.json`` at or above the results)."""
     for d in ([root] if root.is_dir() else []) + list(root.parents)[:2]:
         f = d / "split.json"
         if f.is_file():
             data = _read_json(f)
-            return set(data.get("fit", [])), str(data.get("rule", ""))
-    return None, ""
+            return RunSplit(set(data.get("fit", [])), str(data.get("rule", "")), frozenset(data.get("other", [])))
+    return RunSplit(None, "")
 
 
 def _pct(values: list[float], q: float) -> float | None:
@@ -238,12 +256,7 @@ def validate_runs(root: Path, efficiency: Efficiency | None = None) -> Validatio
     """Re-predict every measured point under ``root`` and compare."""
     root = Path(root)
     files = find_result_files(root)
-    fit, rule = read_split(root)
-
-    def split_of(name: str) -> str:
-        if fit is None:
-            return "unsplit"
-        return "fit" if name in fit else "holdout"
+    split = read_split(root)
 
     points: list[PointValidation] = []
     kvs: list[KvValidation] = []
@@ -251,15 +264,16 @@ def validate_runs(root: Path, efficiency: Efficiency | None = None) -> Validatio
     engines = set()
     for f in files:
         try:
-            pts, kv, n = validate_file(f, split_of, efficiency)
+            pts, kv, n = validate_file(f, split.of, efficiency)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a damaged or hand-edited file: one line, not a traceback
             raise InputFileError(f"{f}: a load point or server field is missing or malformed ({type(exc).__name__}: {str(exc)[:120]})") from exc
         points += pts
         kvs += [kv] if kv else []
         notes += n
         res = _read_json(f)
-        engines.add(f"vLLM {(res.get('env') or {}).get('vllm', '?')} on {res.get('gpu', '?')} (dummy weights)")
-    return ValidationReport(source=str(root), engine="; ".join(sorted(engines)), split_rule=rule, points=points, kv_cache=kvs, summary=summarize(points, kvs), notes=notes)
+        card = str((res.get("env") or {}).get("nvidia-smi") or "").split(",")[0].strip() or res.get("gpu", "?")
+        engines.add(f"vLLM {(res.get('env') or {}).get('vllm', '?')} on {card} (dummy weights)")
+    return ValidationReport(source=str(root), engine="; ".join(sorted(engines)), split_rule=split.rule, points=points, kv_cache=kvs, summary=summarize(points, kvs), notes=notes)
 
 
-__all__ = ["deployment_of", "find_result_files", "measured_figures", "predicted_figures", "read_split", "summarize", "validate_file", "validate_runs"]
+__all__ = ["deployment_of", "find_result_files", "measured_figures", "predicted_figures", "read_split", "RunSplit", "summarize", "validate_file", "validate_runs"]

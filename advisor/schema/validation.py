@@ -40,7 +40,7 @@ class PointValidation(BaseModel):
 
     run: str = Field(description="the server run (plan) the point belongs to")
     point: str
-    split: str = Field(description="'fit' (used to fit vLLM's own costs), 'holdout', or 'unsplit'")
+    split: str = Field(description="'fit' (used to fit vLLM's own costs), 'holdout', 'other' (a setting those costs do not model, scored apart) or 'unsplit'")
     model: str
     input_len: int
     output_len: int

@@ -20,7 +20,10 @@ from vllm_advisor.perf.validation import deployment_of, predicted_figures
 #: The engine terms shipped before session 19 (no intake delay; 17.3 ms per starting prefill as step time).
 BEFORE_SESSION_19 = {"decode_graph_factor": 0.84424, "mixed_step_factor": 1.19647, "step_overhead_ms": 2.33405e-06, "per_seq_overhead_us": 14.6387,
                      "prefill_request_overhead_ms": 17.3344, "intake_delay_ms": 0.0}
-MODELS = {"llama31-8b": "Llama-3.1-8B-Instruct", "qwen25-14b": "Qwen2.5-14B-Instruct", "qwen3-30b-a3b": "Qwen3-30B-A3B"}
+#: The engine terms shipped before session 23 (stage A fitted on the first H200 server alone).
+BEFORE_SESSION_23 = {"decode_graph_factor": 0.862542, "mixed_step_factor": 1.18656, "step_overhead_ms": 1.25493e-08, "per_seq_overhead_us": 21.7213,
+                     "prefill_request_overhead_ms": 3.98116, "intake_delay_ms": 20.205}
+MODELS = {"llama31-8b": "Llama-3.1-8B-Instruct", "qwen25-7b": "Qwen2.5-7B-Instruct", "qwen25-14b": "Qwen2.5-14B-Instruct", "qwen3-30b-a3b": "Qwen3-30B-A3B"}
 FIGS = ("ttft_p50", "ttft_p90", "tpot_p50", "e2e_p50", "output_throughput")
 
 
@@ -44,7 +47,8 @@ def main() -> None:
         plan = json.loads(path.read_text())
         doc = {"plan": plan["name"], "figures": list(FIGS), "units": "s for TTFT and E2E, ms for TPOT, tok/s for throughput", "predictions": {}}
         for gpu in ("H100", "H200"):
-            for label, eff in (("shipped", Efficiency()), ("before_session_19", Efficiency().model_copy(update=BEFORE_SESSION_19))):
+            for label, eff in (("shipped", Efficiency()), ("before_session_23", Efficiency().model_copy(update=BEFORE_SESSION_23)),
+                               ("before_session_19", Efficiency().model_copy(update=BEFORE_SESSION_19))):
                 doc["predictions"][f"{gpu}/{label}"] = predict(plan, gpu, eff)
         out = path.with_name(path.stem + ".predictions.json")
         out.write_text(json.dumps(doc, indent=1) + "\n")
