@@ -411,3 +411,19 @@ def test_data_parallel_replicas_get_their_service_rate(tmp_path) -> None:
     assert inputs.service_rate.clients == 8 * one.clients
     assert inputs.service_rate.req_s == pytest.approx(8 * one.req_s, rel=0.05)
     assert replica_clients(inputs.engine, 1024, 256) == replica_clients(single.engine, 1024, 256)  # what the simulation's cost grows with
+
+
+def test_a_set_aside_note_names_the_advisors_own_step_in_the_askers_language(tmp_path) -> None:
+    """The overloaded run left out of the calibration, asked in Chinese: the note names the step in
+    Chinese ("[校准]"), not by the internal field name; a file's field (a name) would stay as written."""
+    from click.testing import CliRunner
+
+    from vllm_advisor.cli.main import cli
+
+    folder, _ = _folder("planted-8b-overload", tmp_path, 0)
+    zh = CliRunner().invoke(cli, ["ask", "--profile", str(folder / "case.yaml"), "--calibrate", "为什么首 token 延迟这么高？"])
+    assert zh.exit_code == 0, zh.output
+    line = next(x for x in zh.output.splitlines() if "未建模" in x and "40 req/s" in x)
+    assert "[校准]" in line and "calibration" not in line
+    en = CliRunner().invoke(cli, ["ask", "--profile", str(folder / "case.yaml"), "--calibrate", "Why is TTFT so high?"])
+    assert "[calibration] not modelled" in en.output

@@ -131,6 +131,24 @@ async def test_attach_a_file_that_is_no_evidence(fixtures_dir):
     assert rows()[0].error == errors[0]
 
 
+async def test_an_unexpected_error_applying_a_file_ends_its_job(fixtures_dir):
+    """An exception that is no AdvisorError while a detected file is applied (on the UI thread) says so
+    in one line and ends the "evidence" job: a question waiting on that job must not wait forever."""
+    app, notes = make_app()
+    async with app.run_test() as pilot:
+
+        def broken(*_a, **_k):
+            raise RuntimeError("disk vanished")
+
+        app.conversation.apply_file = broken  # type: ignore[method-assign]
+        await send(pilot, app, f"/attach {fixtures_dir / LLAMA}")
+        await idle(pilot, app, timeout=30)  # fails here if the job stays open
+        assert "evidence" not in app._jobs
+        errors = [n for n, s in notes if s == "error"]
+        assert len(errors) == 1 and "internal error: RuntimeError: disk vanished" in errors[0]
+        assert last(app).startswith("*Not added:")
+
+
 async def test_profile_then_the_motivating_question():
     app, notes = make_app()
     async with app.run_test(size=(120, 40)) as pilot:

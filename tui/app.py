@@ -428,6 +428,9 @@ class ChatApp(App[None]):
         except AdvisorError as exc:
             await self._evidence_failed(raw, widget, exc.one_line())
             return
+        except Exception as exc:  # ends the job too: a question waiting on it must not wait forever
+            await self._evidence_failed(raw, widget, f"internal error: {type(exc).__name__}: {exc}")
+            return
         self._end_job("evidence")  # after the file is applied (see _initial_files_done)
         await self._reply(widget, raw, reply, event="evidence")
         self._show_evidence()

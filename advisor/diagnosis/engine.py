@@ -257,6 +257,22 @@ def stated_facts(said) -> list[Msg]:
     return out
 
 
+
+#: Set-aside notes whose "field" names a step of the advisor, not a field of the user's files: worded
+#: in the answer's language (a file's field, such as ``workload.input_len``, is a name and stays as is).
+STEP_FIELDS = ("calibration",)
+
+
+def _where(note):
+    """Which file and field a set-aside note is about: ``source [field]``, either part optional."""
+    field = None
+    if note.field:
+        field = msg("input.bracketed", x=msg(f"input.step_field.{note.field}")) if note.field in STEP_FIELDS else f"[{note.field}]"
+    if note.source and field:
+        return msg("input.where_both", source=note.source, field=field)
+    return note.source or field or ""
+
+
 def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
     """Caveats as messages. The model's assumptions are read from its typed state (the resolved
     configuration's provenance); notes that other modules still write as text are carried verbatim
@@ -300,7 +316,7 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
         out.append(msg("note.engine_error", reason=inputs.engine_error))
     skipped = list(getattr(inputs, "skipped", []) or [])
     for note in skipped:  # typed by the gatherer: worded here, not copied from its English line
-        where = " ".join(x for x in (note.source or "", f"[{note.field}]" if note.field else "") if x)
+        where = _where(note)
         if note.code == "serve_cmd_engine" and note.engine:
             mapped = "; ".join(note.mapped) or msg("input.flags_none")
             key = "input.engine_flags_kept" if note.kept else "input.engine_flags"
