@@ -156,7 +156,8 @@ def deployment_of(result: dict, path: Path) -> tuple[Deployment, EngineArgs]:
     version = str((result.get("env") or {}).get("vllm") or result.get("server_log", {}).get("vllm_version") or "0.26.0")
     # The harness wrote "gpu": "H200" whatever the card; nvidia-smi's name (first field) is what ran.
     smi = str((result.get("env") or {}).get("nvidia-smi") or "").split(",")[0].strip()
-    dep = Deployment(engine="vllm", vllm_version=version, model=model, gpu=smi or result.get("gpu") or "H200", num_gpus=1)
+    tp = int(server.get("tensor_parallel_size") or 1)
+    dep = Deployment(engine="vllm", vllm_version=version, model=model, gpu=smi or result.get("gpu") or "H200", num_gpus=tp)
     extra = [str(a) for a in server.get("extra_args") or []]
     kv_dtype = extra[extra.index("--kv-cache-dtype") + 1] if "--kv-cache-dtype" in extra[:-1] else None
     args = EngineArgs(
@@ -164,7 +165,7 @@ def deployment_of(result: dict, path: Path) -> tuple[Deployment, EngineArgs]:
         enable_chunked_prefill=False if "--no-enable-chunked-prefill" in extra else None,
         kv_cache_dtype=kv_dtype,
         model=model,
-        tensor_parallel_size=1,
+        tensor_parallel_size=tp,
         max_model_len=server.get("max_model_len"),
         gpu_memory_utilization=server.get("gpu_memory_utilization"),
         max_num_batched_tokens=server.get("max_num_batched_tokens"),

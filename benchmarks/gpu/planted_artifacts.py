@@ -179,7 +179,7 @@ def write_point(results: dict, point: dict, metrics: str | None, log: str, out: 
             "vllm_version": results.get("env", {}).get("vllm", "0.26.0"),
             "model": model,
             "gpu": gpu_name(results),
-            "num_gpus": 1,
+            "num_gpus": int(results["plan"]["server"].get("tensor_parallel_size") or 1),
             "serve_command": typed_command(results["server"], model),
         },
         "workload": workload,

@@ -216,6 +216,11 @@ def server_env(run_dir: str) -> dict:
         "VLLM_CACHE_ROOT": os.path.join(run_dir, "cache", "vllm"),
         "TORCHINDUCTOR_CACHE_DIR": os.path.join(run_dir, "cache", "inductor"),
         "TRITON_CACHE_DIR": os.path.join(run_dir, "cache", "triton"),
+        # NVLink multicast stays off on the lent machines (device/KINDS.md: it can take a shared host's
+        # GPUs out of service): NCCL's NVLS, torch's and NVSHMEM's multicast, and vLLM's symmetric-memory
+        # all-reduce (which would use it), so tensor parallelism runs vLLM's custom all-reduce or NCCL
+        "NCCL_NVLS_ENABLE": "0", "TORCH_SYMM_MEM_DISABLE_MULTICAST": "1", "NVSHMEM_DISABLE_NVLS": "1",
+        "VLLM_ALLREDUCE_USE_SYMM_MEM": "0",
     })
     return env
 
@@ -224,7 +229,7 @@ def serve_command(plan: dict, model_dir: str, port: int) -> list[str]:
     s = plan["server"]
     cmd = [sys.executable, "-m", "vllm.entrypoints.cli.main", "serve", model_dir,
            "--served-model-name", plan["served_name"], "--load-format", "dummy", "--dtype", "bfloat16",
-           "--host", "127.0.0.1", "--port", str(port), "--tensor-parallel-size", "1",
+           "--host", "127.0.0.1", "--port", str(port), "--tensor-parallel-size", str(s.get("tensor_parallel_size", 1)),
            "--max-model-len", str(s["max_model_len"]),
            "--gpu-memory-utilization", str(s["gpu_memory_utilization"]),
            "--max-num-batched-tokens", str(s["max_num_batched_tokens"]),
