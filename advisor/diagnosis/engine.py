@@ -257,7 +257,6 @@ def stated_facts(said) -> list[Msg]:
     return out
 
 
-
 #: Set-aside notes whose "field" names a step of the advisor, not a field of the user's files: worded
 #: in the answer's language (a file's field, such as ``workload.input_len``, is a name and stays as is).
 STEP_FIELDS = ("calibration",)

@@ -183,7 +183,7 @@ class StepTimeModel:
         release = fit.engine.split(" (")[0]
         if any(getattr(self.eff, k) != PRE_FIT_ENGINE_VALUES[k] for k in ENGINE_FIELDS):
             out["overhead"] = (
-                f"fitted to real {fit.engine} on {fit.gpu} (runs {', '.join(fit.fit_runs)}; held out: {', '.join(fit.holdout_runs)}): "
+                f"fitted to real {fit.engine} on {fit.gpu} (runs {', '.join(fit.fit_runs)}; {len(fit.holdout_runs)} other runs held out): "
                 "visible host time per step, per scheduled request and per starting prefill; the delay before the scheduler sees a request"
             )
             if not self.enforce_eager:

@@ -145,6 +145,12 @@ def _error(figure: str, measured: float | None, predicted: float | None) -> floa
     return predicted / measured - 1.0
 
 
+def card_name(result: dict) -> str:
+    """The card a harness run measured, as nvidia-smi names it (first field of its first line); "" when
+    the file does not say. The harness wrote "gpu": "H200" whatever the card, so that field is a fallback."""
+    return str((result.get("env") or {}).get("nvidia-smi") or "").split(",")[0].strip()
+
+
 def deployment_of(result: dict, path: Path) -> tuple[Deployment, EngineArgs]:
     """The deployment a harness run measured: catalog model, GPU, vLLM version and server flags."""
     try:
@@ -154,8 +160,7 @@ def deployment_of(result: dict, path: Path) -> tuple[Deployment, EngineArgs]:
     except (KeyError, TypeError) as exc:
         raise InputFileError(f"{path}: not a benchmarks/gpu/vllm_e2e.py results file (missing {exc})") from exc
     version = str((result.get("env") or {}).get("vllm") or result.get("server_log", {}).get("vllm_version") or "0.26.0")
-    # The harness wrote "gpu": "H200" whatever the card; nvidia-smi's name (first field) is what ran.
-    smi = str((result.get("env") or {}).get("nvidia-smi") or "").split(",")[0].strip()
+    smi = card_name(result)
     tp = int(server.get("tensor_parallel_size") or 1)
     dep = Deployment(engine="vllm", vllm_version=version, model=model, gpu=smi or result.get("gpu") or "H200", num_gpus=tp)
     extra = [str(a) for a in server.get("extra_args") or []]
@@ -272,9 +277,9 @@ def validate_runs(root: Path, efficiency: Efficiency | None = None) -> Validatio
         kvs += [kv] if kv else []
         notes += n
         res = _read_json(f)
-        card = str((res.get("env") or {}).get("nvidia-smi") or "").split(",")[0].strip() or res.get("gpu", "?")
+        card = card_name(res) or res.get("gpu", "?")
         engines.add(f"vLLM {(res.get('env') or {}).get('vllm', '?')} on {card} (dummy weights)")
     return ValidationReport(source=str(root), engine="; ".join(sorted(engines)), split_rule=split.rule, points=points, kv_cache=kvs, summary=summarize(points, kvs), notes=notes)
 
 
-__all__ = ["deployment_of", "find_result_files", "measured_figures", "predicted_figures", "read_split", "RunSplit", "summarize", "validate_file", "validate_runs"]
+__all__ = ["card_name", "deployment_of", "find_result_files", "measured_figures", "predicted_figures", "read_split", "RunSplit", "summarize", "validate_file", "validate_runs"]

@@ -51,7 +51,7 @@ import yaml
 from scipy.optimize import minimize
 
 from vllm_advisor.perf.efficiency import Efficiency
-from vllm_advisor.perf.validation import find_result_files, read_split, validate_file, validate_runs
+from vllm_advisor.perf.validation import card_name, find_result_files, read_split, validate_file, validate_runs
 
 FIGS = ("ttft_p50", "tpot_p50", "itl_p50", "e2e_p50", "output_throughput")
 DECODE_FIGS = ("tpot_p50", "itl_p50")
@@ -76,9 +76,8 @@ def params_to_eff(x: np.ndarray) -> Efficiency:
 
 
 def card_of(path: Path) -> str:
-    """The card a results file ran on: nvidia-smi's name (the harness's own "gpu" field is always H200)."""
-    env = json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()).get("env") or {}
-    return str(env.get("nvidia-smi") or "?").split(",")[0].replace("NVIDIA ", "").strip()
+    """The card a results file ran on, without the vendor's prefix ("H100 80GB HBM3")."""
+    return card_name(json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes())).replace("NVIDIA ", "") or "?"
 
 
 def main() -> None:
@@ -158,7 +157,7 @@ def main() -> None:
             "split_rule": rule,
             "script": "benchmarks/gpu/fit_vllm_costs.py",
             "objective": "log(predicted/measured)^2 over the fit points; stage A (decode factor, step and per-request host time) on TPOT p50 + ITL p50, stage B (mixed factor, per-starting-prefill host time, intake delay) on TTFT p50/p90 + E2E p50 + output throughput; "
-            + ("stage A only, from the shipped values (B's terms kept)" if args.stages == "decode" else "A then B twice")
+            + ("stage A only, from the first fit's values (B's terms kept as shipped)" if args.stages == "decode" else "A then B twice")
             + "; Nelder-Mead",
             "values": values,
             "fit_error": errs["fit"],

@@ -75,19 +75,6 @@ SHAPES = {
             "initializer_range": 0.02, "transformers_version": "4.43.1",
         },
     ),
-    "qwen25-7b": dict(
-        catalog="Qwen2.5-7B-Instruct",
-        config={
-            "architectures": ["Qwen2ForCausalLM"], "model_type": "qwen2", "hidden_size": 3584,
-            "intermediate_size": 18944, "num_hidden_layers": 28, "num_attention_heads": 28,
-            "num_key_value_heads": 4, "vocab_size": 152064, "rms_norm_eps": 1e-6,
-            "rope_theta": 1000000.0, "max_position_embeddings": 32768, "max_window_layers": 28,
-            "sliding_window": 131072, "use_sliding_window": False, "tie_word_embeddings": False,
-            "hidden_act": "silu", "bos_token_id": 151643, "eos_token_id": 151645,
-            "torch_dtype": "bfloat16", "use_cache": True, "attention_dropout": 0.0,
-            "initializer_range": 0.02, "transformers_version": "4.43.1",
-        },
-    ),
     "qwen3-30b-a3b": dict(
         catalog="Qwen3-30B-A3B",
         config={
@@ -105,6 +92,14 @@ SHAPES = {
         },
     ),
 }
+# Qwen2.5-7B: the 14B's config with its own sizes (28 layers, 4 KV heads, vocab and the rest alike).
+SHAPES["qwen25-7b"] = dict(
+    catalog="Qwen2.5-7B-Instruct",
+    config={**SHAPES["qwen25-14b"]["config"], "hidden_size": 3584, "intermediate_size": 18944, "num_hidden_layers": 28,
+            "num_attention_heads": 28, "num_key_value_heads": 4, "rms_norm_eps": 1e-6, "max_position_embeddings": 32768,
+            "max_window_layers": 28, "eos_token_id": 151645},
+)
+
 SPECIALS = ["<|endoftext|>", "<|im_start|>", "<|im_end|>", "<|object_ref_start|>", "<|object_ref_end|>",
             "<|box_start|>", "<|box_end|>", "<|quad_start|>", "<|quad_end|>", "<|vision_start|>",
             "<|vision_end|>", "<|vision_pad|>", "<|image_pad|>", "<|video_pad|>", "<tool_call>",
