@@ -22,6 +22,7 @@ from __future__ import annotations
 import gzip
 import json
 import math
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
@@ -33,6 +34,7 @@ from ..errors import InputFileError, UsageError
 from ..schema import Deployment, EngineArgs
 from ..schema.validation import FIGURES, FigureComparison, FigureError, KvValidation, PointValidation, ValidationReport
 from .predict import LoadPoint, build_engine_model, predict_load_point
+from ..probe.serve_cmd import engine_args_for
 from .step_time import Efficiency
 
 RESULT_NAMES = ("results.json", "results.json.gz")
@@ -151,6 +153,24 @@ def card_name(result: dict) -> str:
     return str((result.get("env") or {}).get("nvidia-smi") or "").split(",")[0].strip()
 
 
+def _served_command(result: dict, model: str) -> str:
+    """The ``vllm serve`` command of a harness run as a user would type it: the command it ran (its
+    ``server.command``) or, in a file without one, the command the plan's server block makes."""
+    ran = (result.get("server") or {}).get("command")
+    if ran and "serve" in ran:
+        flags = [str(a) for a in ran[ran.index("serve") + 2:]]
+    else:
+        s = result["plan"]["server"]
+        flags = ["--tensor-parallel-size", str(s.get("tensor_parallel_size") or 1)]
+        for key in ("max_model_len", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs"):
+            if s.get(key) is not None:
+                flags += [f"--{key.replace('_', '-')}", str(s[key])]
+        if s.get("enable_prefix_caching") is False:
+            flags.append("--no-enable-prefix-caching")
+        flags += [str(a) for a in s.get("extra_args") or []]
+    return shlex.join(["vllm", "serve", model, *flags])
+
+
 def deployment_of(result: dict, path: Path) -> tuple[Deployment, EngineArgs]:
     """The deployment a harness run measured: catalog model, GPU, vLLM version and server flags."""
     try:
@@ -163,21 +183,10 @@ def deployment_of(result: dict, path: Path) -> tuple[Deployment, EngineArgs]:
     smi = card_name(result)
     tp = int(server.get("tensor_parallel_size") or 1)
     dep = Deployment(engine="vllm", vllm_version=version, model=model, gpu=smi or result.get("gpu") or "H200", num_gpus=tp)
-    extra = [str(a) for a in server.get("extra_args") or []]
-    kv_dtype = extra[extra.index("--kv-cache-dtype") + 1] if "--kv-cache-dtype" in extra[:-1] else None
-    args = EngineArgs(
-        enforce_eager=True if "--enforce-eager" in extra else None,
-        enable_chunked_prefill=False if "--no-enable-chunked-prefill" in extra else None,
-        kv_cache_dtype=kv_dtype,
-        model=model,
-        tensor_parallel_size=tp,
-        max_model_len=server.get("max_model_len"),
-        gpu_memory_utilization=server.get("gpu_memory_utilization"),
-        max_num_batched_tokens=server.get("max_num_batched_tokens"),
-        max_num_seqs=server.get("max_num_seqs"),
-        enable_prefix_caching=server.get("enable_prefix_caching"),
-        dtype="bfloat16",
-    )
+    # the flags are read from the command the harness ran, by the serve-command parser every other input
+    # goes through (the catalog model's name in place of the dummy model's folder)
+    args = engine_args_for(dep.model_copy(update={"serve_command": _served_command(result, model)}))
+    args = args.model_copy(update={"model": model, "dtype": args.dtype or "bfloat16"})
     return dep, args
 
 
