@@ -153,21 +153,10 @@ def card_name(result: dict) -> str:
     return str((result.get("env") or {}).get("nvidia-smi") or "").split(",")[0].strip()
 
 
-def _served_command(result: dict, model: str) -> str:
-    """The ``vllm serve`` command of a harness run as a user would type it: the command it ran (its
-    ``server.command``) or, in a file without one, the command the plan's server block makes."""
-    ran = (result.get("server") or {}).get("command")
-    if ran and "serve" in ran:
-        flags = [str(a) for a in ran[ran.index("serve") + 2:]]
-    else:
-        s = result["plan"]["server"]
-        flags = ["--tensor-parallel-size", str(s.get("tensor_parallel_size") or 1)]
-        for key in ("max_model_len", "gpu_memory_utilization", "max_num_batched_tokens", "max_num_seqs"):
-            if s.get(key) is not None:
-                flags += [f"--{key.replace('_', '-')}", str(s[key])]
-        if s.get("enable_prefix_caching") is False:
-            flags.append("--no-enable-prefix-caching")
-        flags += [str(a) for a in s.get("extra_args") or []]
+def _typed_command(ran: list, model: str) -> str:
+    """The ``vllm serve`` command a harness run recorded (``server.command``), as a user would type it:
+    the catalog model's name in place of the dummy model's folder."""
+    flags = [str(a) for a in ran[ran.index("serve") + 2:]]
     return shlex.join(["vllm", "serve", model, *flags])
 
 
@@ -177,15 +166,16 @@ def deployment_of(result: dict, path: Path) -> tuple[Deployment, EngineArgs]:
         plan = result["plan"]
         server = plan["server"]
         model = result["catalog_model"]
-    except (KeyError, TypeError) as exc:
+        ran = result["server"]["command"]
+        ran.index("serve")
+    except (KeyError, TypeError, ValueError) as exc:
         raise InputFileError(f"{path}: not a benchmarks/gpu/vllm_e2e.py results file (missing {exc})") from exc
     version = str((result.get("env") or {}).get("vllm") or result.get("server_log", {}).get("vllm_version") or "0.26.0")
     smi = card_name(result)
     tp = int(server.get("tensor_parallel_size") or 1)
     dep = Deployment(engine="vllm", vllm_version=version, model=model, gpu=smi or result.get("gpu") or "H200", num_gpus=tp)
-    # the flags are read from the command the harness ran, by the serve-command parser every other input
-    # goes through (the catalog model's name in place of the dummy model's folder)
-    args = engine_args_for(dep.model_copy(update={"serve_command": _served_command(result, model)}))
+    # the flags are read from the command the harness ran, by the serve-command parser every other input goes through
+    args = engine_args_for(dep.model_copy(update={"serve_command": _typed_command(ran, model)}))
     args = args.model_copy(update={"model": model, "dtype": args.dtype or "bfloat16"})
     return dep, args
 

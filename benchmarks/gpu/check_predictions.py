@@ -17,18 +17,22 @@ from vllm_advisor.perf.efficiency import Efficiency
 from vllm_advisor.perf.predict import LoadPoint, build_engine_model, predict_load_point
 from vllm_advisor.perf.validation import deployment_of, predicted_figures
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import vllm_e2e  # noqa: E402 - the harness: its model shapes and the serve command it runs
+
 #: The engine terms shipped before session 19 (no intake delay; 17.3 ms per starting prefill as step time).
 BEFORE_SESSION_19 = {"decode_graph_factor": 0.84424, "mixed_step_factor": 1.19647, "step_overhead_ms": 2.33405e-06, "per_seq_overhead_us": 14.6387,
                      "prefill_request_overhead_ms": 17.3344, "intake_delay_ms": 0.0}
 #: The engine terms shipped before session 23 (stage A fitted on the first H200 server alone).
 BEFORE_SESSION_23 = {"decode_graph_factor": 0.862542, "mixed_step_factor": 1.18656, "step_overhead_ms": 1.25493e-08, "per_seq_overhead_us": 21.7213,
                      "prefill_request_overhead_ms": 3.98116, "intake_delay_ms": 20.205}
-MODELS = {"llama31-8b": "Llama-3.1-8B-Instruct", "qwen25-7b": "Qwen2.5-7B-Instruct", "qwen25-14b": "Qwen2.5-14B-Instruct", "qwen3-30b-a3b": "Qwen3-30B-A3B"}
 FIGS = ("ttft_p50", "ttft_p90", "tpot_p50", "e2e_p50", "output_throughput")
 
 
 def predict(plan: dict, gpu: str, eff: Efficiency) -> dict:
-    fake = {"plan": plan, "catalog_model": MODELS[plan["shape"]], "gpu": gpu, "env": {"vllm": "0.26.0"}}
+    # a results file as the harness would write it: its catalog model and the command it would run
+    command = vllm_e2e.serve_command({**plan, "served_name": f"{plan['shape']}-dummy"}, "MODEL_DIR", 0)
+    fake = {"plan": plan, "catalog_model": vllm_e2e.SHAPES[plan["shape"]]["catalog"], "gpu": gpu, "env": {"vllm": "0.26.0"}, "server": {"command": command}}
     dep, args = deployment_of(fake, Path(plan["name"]))
     longest = max(p["input_len"] + p["output_len"] for p in plan["points"])
     engine = build_engine_model(dep, args, efficiency=eff, needed_model_len=longest)

@@ -43,6 +43,7 @@ import datetime as dt
 import gzip
 import json
 import math
+import sys
 import time
 from pathlib import Path
 
@@ -53,12 +54,16 @@ from scipy.optimize import minimize
 from vllm_advisor.perf.efficiency import Efficiency
 from vllm_advisor.perf.validation import card_name, find_result_files, read_split, validate_file, validate_runs
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from check_predictions import BEFORE_SESSION_23  # noqa: E402 - the terms shipped before session 23
+
 FIGS = ("ttft_p50", "tpot_p50", "itl_p50", "e2e_p50", "output_throughput")
 DECODE_FIGS = ("tpot_p50", "itl_p50")
 PREFILL_FIGS = ("ttft_p50", "ttft_p90", "e2e_p50", "output_throughput")
 ENGINE = ("decode_graph_factor", "mixed_step_factor", "step_overhead_ms", "per_seq_overhead_us", "prefill_request_overhead_ms", "intake_delay_ms")
-#: Stage A's values of the first fit (one H200 server, 2026-12-03): the start of ``--stages decode``.
-FIRST_FIT = {"decode_graph_factor": 0.862542, "step_overhead_ms": 1.25493e-08, "per_seq_overhead_us": 21.7213}
+#: Stage A's values of the first fit (one H200 server, 2026-12-03; check_predictions' terms before
+#: session 23): the start of ``--stages decode``.
+FIRST_FIT = {k: BEFORE_SESSION_23[k] for k in ("decode_graph_factor", "step_overhead_ms", "per_seq_overhead_us")}
 CATALOG = Path(__file__).resolve().parents[2] / "advisor" / "perf" / "catalog" / "vllm-h200.yaml"
 
 
