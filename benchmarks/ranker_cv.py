@@ -133,7 +133,67 @@ def load_fitting_part():
         ev.vector, ev.parts = embed_text(ev.text or c.case.question or "-")
         ev.facts = facts_of(c) if FACTS else []
     index = build_index(cases, np.vstack([ev.vector for ev in evs]))
+    for ev, c in zip(evs, cases):
+        ENGINE_FAMILY[ev.id] = engine_family(c.case.deployment.engine, ev.text)
     return cases, evs, index
+
+
+#: case id -> the group of the engine that served it (engine_family), for "engine_cols"
+ENGINE_FAMILY: dict[str, str] = {}
+
+#: Engines grouped by how they serve: a display name of report_facts.ENGINES_IN_TEXT, or an engine
+#: field as case files give it, to its group (session 24's "engine_cols" variant; not shipped).
+ENGINE_FAMILIES = {
+    "SGLang": "sglang", "TGI": "tgi", "LMDeploy": "lmdeploy", "TensorRT-LLM": "tensorrt-llm",
+    "llama.cpp": "llama.cpp", "Ollama": "llama.cpp", "text-generation-webui": "llama.cpp", "LocalAI": "llama.cpp", "koboldcpp": "llama.cpp",
+    "KTransformers": "ktransformers", "MLX": "mlx", "omlx": "mlx",
+    "Hugging Face transformers": "transformers", "FastChat": "transformers", "MindNLP": "transformers",
+    "Aphrodite": "vllm", "vllm": "vllm",
+}
+
+
+def engine_family(engine: str | None, text: str) -> str:
+    """The group of the engine that served the report: the deployment's engine field, else the engine
+    its words name, else vLLM; "other" for an engine no group holds."""
+    from vllm_advisor.diagnosis.report_facts import engine_display_name, engine_named_in_text
+
+    if engine:
+        if engine.strip().lower().startswith("vllm"):
+            return "vllm"
+        name = engine_display_name(engine)
+    else:
+        name = engine_named_in_text(text) or "vllm"
+    return ENGINE_FAMILIES.get(name, ENGINE_FAMILIES.get(name.lower(), "other"))
+
+
+def engine_columns(train_cases, evs, pseudo: float, *, own=None) -> np.ndarray:
+    """Per case and cause: how much likelier the cause is among the training reports of the case's
+    engine group than among all of them (log ratio, the group's counts shrunk to the overall rate by
+    ``pseudo`` reports)."""
+    from vllm_advisor.schema import CAUSE_IDS
+
+    pos = {c: i for i, c in enumerate(CAUSE_IDS)}
+    overall = np.ones(len(CAUSE_IDS))
+    by_family: dict[str, np.ndarray] = {}
+    sizes: dict[str, int] = {}
+    for c in train_cases:
+        fam = ENGINE_FAMILY[c.id]
+        counts = by_family.setdefault(fam, np.zeros(len(CAUSE_IDS)))
+        sizes[fam] = sizes.get(fam, 0) + 1
+        for cause in c.report.causes:
+            counts[pos[cause]] += 1
+            overall[pos[cause]] += 1
+    rate = overall / (len(train_cases) + len(CAUSE_IDS))
+    rows = []
+    for k, ev in enumerate(evs):
+        fam = ENGINE_FAMILY[ev.id]
+        counts, n = by_family.get(fam, np.zeros(len(CAUSE_IDS))).copy(), sizes.get(fam, 0)
+        if own is not None:  # a training report's own label left out (as the word model is out of fold)
+            for cause in own[k].report.causes:
+                counts[pos[cause]] -= 1
+            n -= 1
+        rows.append(np.log((counts + pseudo * rate) / (n + pseudo)) - np.log(rate))
+    return np.concatenate(rows).reshape(-1, 1)
 
 
 @functools.cache
@@ -276,6 +336,9 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
     if v.extra.get("lex_vote"):  # a neighbour vote over TF-IDF character n-grams instead of the embedding
         a, b = lexical_votes(train_cases, train_evs, test_evs, **v.extra["lex_vote"])
         x, xt = np.hstack([x, a]), np.hstack([xt, b])
+    if v.extra.get("engine_cols"):  # the cause's rate among reports of the same engine group, against all
+        x = np.hstack([x, engine_columns(train_cases, train_evs, v.extra["engine_cols"], own=train_cases)])
+        xt = np.hstack([xt, engine_columns(train_cases, test_evs, v.extra["engine_cols"])])
     if v.extra.get("cause_cols"):
         x = np.hstack([x, cause_columns(v.extra["cause_cols"], x, len(train_cases))])
         xt = np.hstack([xt, cause_columns(v.extra["cause_cols"], xt, len(test_evs))])
@@ -667,6 +730,9 @@ VARIANTS = [
     Variant("aug-both-h-softmax0.1", extra={**SHIPPED_WORDS, "hybrid": "softmax:0.1"}),
     Variant("aug-both-h-w3", extra={**SHIPPED_WORDS, "hybrid": "weighted:3"}),
     Variant("shipped", extra={"shipped": True}),
+    Variant("engine-k10", extra={**SHIPPED_WORDS, "engine_cols": 10.0}),
+    Variant("engine-k20", extra={**SHIPPED_WORDS, "engine_cols": 20.0}),
+    Variant("engine-k50", extra={**SHIPPED_WORDS, "engine_cols": 50.0}),
     # session 8: Chinese reports score far lower on the fitting part (top-1 0.54 vs 0.76): per-language weights
     Variant("aug-both-no-lang", extra={**SHIPPED_WORDS, "drop_cols": "words_zh+words_rel_zh+vote_zh"}),  # before session 8's columns shipped
     Variant("lang-wv", extra={**SHIPPED_WORDS, "lang_cols": "words+words_rel+vote"}),

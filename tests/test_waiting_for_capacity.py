@@ -51,3 +51,61 @@ def test_a_real_metrics_dump_under_kv_pressure(fixtures_dir):
     findings = diagnose(inputs).findings
     assert findings[0].cause == "kv_capacity"
     assert any(e.label.args.get("metric") == METRIC for e in findings[0].evidence)
+
+
+# -- the same call from a report's own running and waiting counts (observations) -------------------
+from vllm_advisor.diagnosis.measured import _observations  # noqa: E402
+from vllm_advisor.schema.case import CaseFile, Observation  # noqa: E402
+
+LIBRARY = __import__("pathlib").Path(__file__).resolve().parents[1] / "knowledge" / "cases"
+
+
+def _observed(path) -> Board:
+    board = Board()
+    _observations(gather(profile=path), board)
+    return board
+
+
+def _running_evidence(board: Board, cause: str) -> list:
+    h = board.hypotheses.get(cause)
+    return [e for e in (h.evidence if h else []) if e.label.id == "ev.running"]
+
+
+def test_a_report_running_fewer_than_its_batch_cap_while_others_wait_points_at_the_kv_cache():
+    """KTransformers with max_batch_size 6 ran 3 and kept 3 waiting (the thread: its cache held 3)."""
+    board = _observed(LIBRARY / "ktransformers-1314-max-batch-6-only-3-running.yaml")
+    assert _running_evidence(board, "kv_capacity")
+    assert not _running_evidence(board, "max_num_seqs_limit")
+
+
+def test_a_report_running_at_its_max_num_seqs_while_others_wait_points_at_the_cap():
+    board = _observed(LIBRARY / "eugr-spark-360-agent-fleet-queued-prefix-evicted.yaml")  # max_num_seqs 8, 8 running, 4 waiting
+    assert _running_evidence(board, "max_num_seqs_limit")
+    assert not _running_evidence(board, "kv_capacity")
+
+
+def _vllm_inputs(running: float, waiting: float, *, input_len: int | None = None, max_num_seqs: int | None = None) -> DiagnosisInputs:
+    inputs = DiagnosisInputs()
+    inputs.engine_args = EngineArgs(max_num_seqs=max_num_seqs)
+    inputs.input_len = input_len
+    inputs.case = CaseFile(observations=[Observation(concurrency=int(running + waiting), num_requests_running=running, num_requests_waiting=waiting)])
+    return inputs
+
+
+def test_vllm_defaults_are_read_as_every_value_a_release_may_default_to():
+    """The model or GPU unknown: 256 or 1024 by release. Below both the KV cache; at one of them the
+    cap; between them nothing."""
+    for running, cause in ((40.0, "kv_capacity"), (256.0, "max_num_seqs_limit"), (1024.0, "max_num_seqs_limit"), (300.0, None)):
+        board = Board()
+        _observations(_vllm_inputs(running, 10.0), board)
+        found = [c for c in ("kv_capacity", "max_num_seqs_limit") if _running_evidence(board, c)]
+        assert found == ([cause] if cause else []), running
+
+
+def test_long_prompts_beside_the_token_budget_explain_the_wait_without_the_kv_cache():
+    board = Board()
+    _observations(_vllm_inputs(8.0, 7.0, input_len=6000), board)  # 6,000-token prompts, 2,048-token budget
+    assert not _running_evidence(board, "kv_capacity")
+    board = Board()
+    _observations(_vllm_inputs(8.0, 7.0, input_len=300), board)
+    assert _running_evidence(board, "kv_capacity")

@@ -28,6 +28,8 @@ def _observations(inputs: DiagnosisInputs, board: Board) -> None:
     # one sentence for an idle GPU, from the lowest utilisation reported (two load points gave
     # "busy only 10%" and "busy only 0%" one after the other); every point still counts as evidence
     idlest = min((o for o in obs if o.gpu_util_pct is not None and o.gpu_util_pct < 70), key=lambda o: o.gpu_util_pct, default=None)
+    caps = batch_caps(inputs) if any(o.num_requests_waiting for o in obs) else ()
+    long_prompts = bool(inputs.input_len and inputs.input_len >= _token_budget(inputs) / 2)
     for o in obs:
         at = f"c={o.concurrency}" if o.concurrency else None
         if o.preemptions:
@@ -42,6 +44,7 @@ def _observations(inputs: DiagnosisInputs, board: Board) -> None:
             board.add("kv_capacity", 2.0, _rep(msg("ev.kv_usage"), o.kv_cache_usage_pct, "%", load=at))
         if o.num_requests_waiting:
             board.add("queueing", 1.5, _rep(msg("ev.waiting"), float(o.num_requests_waiting), load=at))
+            _admission(board, o.num_requests_running, o.num_requests_waiting, caps, at, long_prompts=long_prompts)
         if o.gpu_util_pct is not None and o.gpu_util_pct < 70:
             board.add(
                 "cpu_frontend",
@@ -78,6 +81,65 @@ def _observations(inputs: DiagnosisInputs, board: Board) -> None:
                     detail=msg("detail.more_clients_same_speed"),
                 ),
             )
+
+
+#: Another engine's flag that caps the requests its scheduler runs at once, as a case file's flags
+#: name it (SGLang's and TGI's serve commands are rewritten to vLLM's max_num_seqs before this).
+BATCH_CAP_FLAGS = ("max_batch_size", "max-batch-size", "max_running_requests", "max-running-requests", "running_max_req_size")
+#: The max_num_seqs values vLLM's releases default to on a GPU (perf/defaults.py), for a deployment
+#: whose model or GPU is not known, so its own default cannot be told.
+VLLM_DEFAULT_SEQS = (256, 1024)
+
+
+def batch_caps(inputs: DiagnosisInputs) -> tuple[int, ...]:
+    """The requests the scheduler may run at once: vLLM's max_num_seqs as set or as its version
+    defaults on this GPU, or another engine's batch-cap flag (one value); when vLLM's default cannot
+    be told, every value a release defaults to; empty when nothing is known."""
+    dep = inputs.deployment
+    if (dep.engine or "vllm").lower().startswith("vllm"):  # vLLM and its platform builds share the scheduler
+        if inputs.engine_args.max_num_seqs:
+            return (inputs.engine_args.max_num_seqs,)
+        return (inputs.engine.config.max_num_seqs,) if inputs.engine is not None else VLLM_DEFAULT_SEQS
+    for name in BATCH_CAP_FLAGS:
+        value = dep.flags.get(name)
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool) and value > 0:
+            return (value,)
+    return ()
+
+
+#: The smallest per-step token budget vLLM defaults to with chunked prefill (perf/defaults.py).
+SMALLEST_DEFAULT_BUDGET = 2048
+
+
+def _token_budget(inputs: DiagnosisInputs) -> int:
+    """The step's token budget: as set, as the version defaults, or the smallest default."""
+    if inputs.engine_args.max_num_batched_tokens:
+        return inputs.engine_args.max_num_batched_tokens
+    return inputs.engine.config.max_num_batched_tokens if inputs.engine is not None else SMALLEST_DEFAULT_BUDGET
+
+
+def _admission(board: Board, running: float | None, waiting: float, caps: tuple[int, ...], at: str | None, *, long_prompts: bool) -> None:
+    """Requests waited while some ran: the scheduler admits a waiting request unless the running ones
+    fill the batch cap, the KV cache has no blocks for it, or the step's token budget is spent.
+    Running at the cap names the cap. Running below every cap it can be names the KV cache, unless
+    the prompts are long beside the budget (``long_prompts``: then each step starts about one prefill
+    and the rest wait for the budget, as a real-vLLM run of 6,000-token prompts under a 2,048-token
+    budget showed with the cache half empty). Between two possible defaults nothing is said. The
+    metrics and log readers below make the same call from the server's own gauges."""
+    if not running or not caps:
+        return
+    if running in caps:
+        seqs = int(running)
+        ev = _rep(msg("ev.running"), float(running), "requests", msg("detail.waiting_beside", waiting=q(waiting, "requests"), seqs=seqs), load=at)
+        board.add("max_num_seqs_limit", 2.0, ev, reason=msg("reason.running_at_cap", seqs=seqs))
+    elif len(caps) == 1 and running > caps[0]:  # more ran than the cap: the cap read is not the server's
+        return
+    elif running < min(caps) and not long_prompts:
+        seqs = min(caps)
+        ev = _rep(msg("ev.running"), float(running), "requests", msg("detail.waiting_beside", waiting=q(waiting, "requests"), seqs=seqs), load=at)
+        board.add("kv_capacity", 1.5, ev, reason=msg("reason.running_below_cap", running=q(running, "requests"), seqs=seqs))
 
 
 def _workload(inputs: DiagnosisInputs, board: Board) -> None:
