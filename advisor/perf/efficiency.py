@@ -206,10 +206,10 @@ class Efficiency(BaseModel):
     allreduce_latency_us: float = Field(15.0, description="NCCL all-reduce latency per call, µs (sourced)")
     # --- eager steps: fitted to real vLLM 0.26.0 on an H100 (benchmarks/gpu/fit_eager.py), every release --------
     eager_launch_us_per_layer: float = Field(
-        444.9, description="host time to launch a dense layer's kernels without CUDA graphs or torch.compile, µs (fitted: benchmarks/gpu/fit_eager.py)"
+        445.8, description="host time to launch a dense layer's kernels without CUDA graphs or torch.compile, µs (fitted: benchmarks/gpu/fit_eager.py)"
     )
     eager_moe_launch_us_per_layer: float = Field(
-        963.2, description="host time to launch an MoE layer's kernels without CUDA graphs or torch.compile, µs (fitted: benchmarks/gpu/fit_eager.py)"
+        965.5, description="host time to launch an MoE layer's kernels without CUDA graphs or torch.compile, µs (fitted: benchmarks/gpu/fit_eager.py)"
     )
     # --- fitted to a real vLLM server (catalog/vllm-h200.yaml) ----------------------------------------
     step_overhead_ms: float = _engine("step_overhead_ms", "vLLM's per-step host time not hidden behind the GPU: scheduling, input preparation, sampling (fitted)")

@@ -56,6 +56,7 @@ from vllm_advisor.perf.validation import card_name, find_result_files, read_spli
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from check_predictions import BEFORE_SESSION_23  # noqa: E402 - the terms shipped before session 23
+from step_trace import WINDOW  # noqa: E402
 
 FIGS = ("ttft_p50", "tpot_p50", "itl_p50", "e2e_p50", "output_throughput")
 DECODE_FIGS = ("tpot_p50", "itl_p50")
@@ -85,10 +86,48 @@ def card_of(path: Path) -> str:
     return card_name(json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes())).replace("NVIDIA ", "") or "?"
 
 
+def step_windows(files: list[Path]) -> list[tuple]:
+    """Per fit server: (engine model, cost plan of its windows' steps, measured seconds per window),
+    the windows read back from the clients' token times (step_trace.py)."""
+    from step_trace import windows_of
+
+    from vllm_advisor.perf.predict import build_engine_model
+    from vllm_advisor.perf.validation import deployment_of
+
+    out = []
+    for f in files:
+        result = json.loads(gzip.decompress(f.read_bytes()) if f.suffix == ".gz" else f.read_bytes())
+        dep, args = deployment_of(result, f)
+        points = [p for p in result["points"] if p.get("requests") and not p.get("skipped")]
+        engine = build_engine_model(dep, args, needed_model_len=max(p["spec"]["input_len"] + p["spec"]["output_len"] for p in points))
+        windows = [w for p in points for w in windows_of(p, engine.config.max_num_batched_tokens)]
+        if windows:
+            out.append((engine, engine.step.cost_plan([b for w in windows for b in w.batches]), np.array([w.seconds for w in windows])))
+    return out
+
+
+def mixed_loss(y: np.ndarray, windows: list[tuple]) -> float:
+    """Mean over the servers of the mean squared log-ratio modelled / measured window time, with the
+    mixed-step factor exp(y[0]) and |y[1]| ms per starting prefill (every other term as shipped)."""
+    per_server = []
+    for engine, plan, measured in windows:
+        shipped = engine.step.eff
+        engine.step.eff = shipped.model_copy(update={"mixed_step_factor": float(math.exp(y[0])), "prefill_request_overhead_ms": float(abs(y[1]))})
+        try:
+            modelled = plan().reshape(len(measured), -1).sum(axis=1)
+        finally:
+            engine.step.eff = shipped
+        per_server.append(float(np.mean(np.log(modelled / measured) ** 2)))
+    return float(np.mean(per_server))
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("runs", type=Path)
-    ap.add_argument("--stages", choices=("both", "decode"), default="both", help="decode: fit stage A only, the prefill terms kept as shipped")
+    ap.add_argument(
+        "--stages", choices=("both", "decode", "mixed"), default="both",
+        help="decode: fit stage A only, the prefill terms kept as shipped; mixed: the mixed-step factor and the host time per starting prefill on the engine steps read back from the clients' token times (step_trace.py), every other term as shipped",
+    )
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
     split = read_split(args.runs)
@@ -121,7 +160,16 @@ def main() -> None:
     t = time.time()
     print(f"shipped-before loss (all figures) {loss(np.array([0.0, 0.0, 2.0, 10.0, 0.0, 0.0]), FIGS):.4f}")
     nfev = 0
-    for _ in range(1 if args.stages == "decode" else 2):
+    if args.stages == "mixed":
+        x = np.array([math.log(shipped.decode_graph_factor), math.log(shipped.mixed_step_factor), shipped.step_overhead_ms, shipped.per_seq_overhead_us,
+                      shipped.prefill_request_overhead_ms, shipped.intake_delay_ms])
+        windows = step_windows(files)
+        print(f"  {sum(len(m) for _, _, m in windows)} windows of {WINDOW} steps from {len(windows)} fit servers; step loss as shipped {mixed_loss(x[[1, 4]], windows):.5f}")
+        m = minimize(lambda y: mixed_loss(y, windows), x[[1, 4]], method="Nelder-Mead", options={"xatol": 1e-4, "fatol": 1e-7, "maxiter": 400})
+        x[[1, 4]] = m.x
+        nfev += m.nfev
+        print(f"  step loss {m.fun:.5f}: {params_to_eff(x).model_dump(include=set(ENGINE))}")
+    for _ in range(0 if args.stages == "mixed" else 1 if args.stages == "decode" else 2):
         a = minimize(lambda y: loss(np.array([y[0], x[1], y[1], y[2], x[4], x[5]]), DECODE_FIGS), x[[0, 2, 3]], method="Nelder-Mead", options={"xatol": 1e-3, "fatol": 1e-4, "maxiter": 200})
         x[[0, 2, 3]] = a.x
         if args.stages == "decode":
@@ -162,7 +210,12 @@ def main() -> None:
             "split_rule": rule,
             "script": "benchmarks/gpu/fit_vllm_costs.py",
             "objective": "log(predicted/measured)^2 over the fit points; stage A (decode factor, step and per-request host time) on TPOT p50 + ITL p50, stage B (mixed factor, per-starting-prefill host time, intake delay) on TTFT p50/p90 + E2E p50 + output throughput; "
-            + ("stage A only, from the first fit's values (B's terms kept as shipped)" if args.stages == "decode" else "A then B twice")
+            + {
+                "decode": "stage A only, from the first fit's values (B's terms kept as shipped)",
+                "both": "A then B twice",
+                "mixed": "stage A as refitted in session 23 and the intake delay of stage B kept; the mixed factor and the per-starting-prefill host time refitted "
+                f"(session 24) on engine steps read back from the fit servers' client token times (step_trace.py): squared log-ratio of modelled / measured time of windows of {WINDOW} steps, each server weighted alike",
+            }[args.stages]
             + "; Nelder-Mead",
             "values": values,
             "fit_error": errs["fit"],
@@ -170,7 +223,8 @@ def main() -> None:
             "notes": [
                 "Before this fit the overhead terms were sourced (2.0 ms per step, 10 us per request) and the graph factors were 1.",
                 "The intake delay (send to scheduler) joined the fit in session 19; the previous fit (no delay) had 17.3 ms per starting prefill as step time.",
-                *([f"Stage A refitted in session 23 on the split of {args.runs}/split.json; before it: decode_graph_factor {FIRST_FIT['decode_graph_factor']:.6g}, step_overhead_ms {FIRST_FIT['step_overhead_ms']:.6g}, per_seq_overhead_us {FIRST_FIT['per_seq_overhead_us']:.6g} (fitted on the H200 server alone)."] if args.stages == "decode" else []),
+                *([f"Stage A refitted in session 23 on the split of {args.runs}/split.json; before it: decode_graph_factor {FIRST_FIT['decode_graph_factor']:.6g}, step_overhead_ms {FIRST_FIT['step_overhead_ms']:.6g}, per_seq_overhead_us {FIRST_FIT['per_seq_overhead_us']:.6g} (fitted on the H200 server alone)."] if args.stages in ("decode", "mixed") else []),
+                *([f"Mixed-step terms refitted in session 24 on engine steps (step_trace.py); before: mixed_step_factor {BEFORE_SESSION_23['mixed_step_factor']:.6g}, prefill_request_overhead_ms {BEFORE_SESSION_23['prefill_request_overhead_ms']:.6g} (stage B on closed-loop TTFT, E2E and throughput: a step carrying one new 1K prompt came out about 30% slow)."] if args.stages == "mixed" else []),
                 "Error = median |predicted / measured - 1| per figure over the points of each split; vllm-advisor validate RUNS prints every point.",
             ],
         }
