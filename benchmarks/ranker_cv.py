@@ -166,6 +166,41 @@ def engine_family(engine: str | None, text: str) -> str:
     return ENGINE_FAMILIES.get(name, ENGINE_FAMILIES.get(name.lower(), "other"))
 
 
+#: Evidence kinds whose per-cause reliability "reliability_cols" learns (the detectors' structured ones).
+RELIABILITY_KINDS = ("config", "model", "measured", "reported")
+
+
+def reliability_columns(train_cases, train_evs, evs, pseudo: float, *, own: bool = False) -> np.ndarray:
+    """Per case and cause, per structured evidence kind present for the cause: how often the cause was
+    established among the training reports where that kind of evidence named it (shrunk to the kind's
+    overall rate by ``pseudo`` reports), as a log-odds; 0 where the kind is absent. ``own``: ``evs``
+    are the training reports themselves, each left out of its own rate."""
+    from vllm_advisor.schema import CAUSE_IDS
+
+    pos = {c: i for i, c in enumerate(CAUSE_IDS)}
+    n = np.zeros((len(RELIABILITY_KINDS), len(CAUSE_IDS)))
+    hit = np.zeros_like(n)
+    for c, ev in zip(train_cases, train_evs):
+        for cause, kinds in ev.by_kind.items():
+            for j, kind in enumerate(RELIABILITY_KINDS):
+                if kinds.get(kind, 0) > 0:
+                    n[j, pos[cause]] += 1
+                    hit[j, pos[cause]] += cause in c.report.causes
+    base = (hit.sum(axis=1) + 1) / (n.sum(axis=1) + 2)
+    out = np.zeros((len(evs) * len(CAUSE_IDS), len(RELIABILITY_KINDS)))
+    for k, ev in enumerate(evs):
+        truth = set(train_cases[k].report.causes) if own else set()
+        for cause, kinds in ev.by_kind.items():
+            for j, kind in enumerate(RELIABILITY_KINDS):
+                if kinds.get(kind, 0) > 0:
+                    nn, hh = n[j, pos[cause]], hit[j, pos[cause]]
+                    if own:
+                        nn, hh = nn - 1, hh - (cause in truth)
+                    p = (hh + pseudo * base[j]) / (nn + pseudo)
+                    out[k * len(CAUSE_IDS) + pos[cause], j] = np.log(p / (1 - p)) - np.log(base[j] / (1 - base[j]))
+    return out
+
+
 def engine_columns(train_cases, evs, pseudo: float, *, own=None) -> np.ndarray:
     """Per case and cause: how much likelier the cause is among the training reports of the case's
     engine group than among all of them (log ratio, the group's counts shrunk to the overall rate by
@@ -339,6 +374,9 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
     if v.extra.get("engine_cols"):  # the cause's rate among reports of the same engine group, against all
         x = np.hstack([x, engine_columns(train_cases, train_evs, v.extra["engine_cols"], own=train_cases)])
         xt = np.hstack([xt, engine_columns(train_cases, test_evs, v.extra["engine_cols"])])
+    if v.extra.get("reliability_cols"):  # how often each structured kind of evidence for the cause was right in training
+        x = np.hstack([x, reliability_columns(train_cases, train_evs, train_evs, v.extra["reliability_cols"], own=True)])
+        xt = np.hstack([xt, reliability_columns(train_cases, train_evs, test_evs, v.extra["reliability_cols"])])
     if v.extra.get("cause_cols"):
         x = np.hstack([x, cause_columns(v.extra["cause_cols"], x, len(train_cases))])
         xt = np.hstack([xt, cause_columns(v.extra["cause_cols"], xt, len(test_evs))])
@@ -730,6 +768,9 @@ VARIANTS = [
     Variant("aug-both-h-softmax0.1", extra={**SHIPPED_WORDS, "hybrid": "softmax:0.1"}),
     Variant("aug-both-h-w3", extra={**SHIPPED_WORDS, "hybrid": "weighted:3"}),
     Variant("shipped", extra={"shipped": True}),
+    Variant("reliab-k5", extra={**SHIPPED_WORDS, "reliability_cols": 5.0}),
+    Variant("reliab-k10", extra={**SHIPPED_WORDS, "reliability_cols": 10.0}),
+    Variant("reliab-k20", extra={**SHIPPED_WORDS, "reliability_cols": 20.0}),
     Variant("engine-k10", extra={**SHIPPED_WORDS, "engine_cols": 10.0}),
     Variant("engine-k20", extra={**SHIPPED_WORDS, "engine_cols": 20.0}),
     Variant("engine-k50", extra={**SHIPPED_WORDS, "engine_cols": 50.0}),
