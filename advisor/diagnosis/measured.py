@@ -134,8 +134,6 @@ def _admission(board: Board, running: float | None, waiting: float, caps: tuple[
         seqs = int(running)
         ev = _rep(msg("ev.running"), float(running), "requests", msg("detail.waiting_beside", waiting=q(waiting, "requests"), seqs=seqs), load=at)
         board.add("max_num_seqs_limit", 2.0, ev, reason=msg("reason.running_at_cap", seqs=seqs))
-    elif len(caps) == 1 and running > caps[0]:  # more ran than the cap: the cap read is not the server's
-        return
     elif running < min(caps) and not long_prompts:
         seqs = min(caps)
         ev = _rep(msg("ev.running"), float(running), "requests", msg("detail.waiting_beside", waiting=q(waiting, "requests"), seqs=seqs), load=at)
