@@ -32,6 +32,12 @@ held out). Session 23 refitted stage A only (``--stages decode``) on the split o
 two-stage refit on the same runs moved the prefill terms so that the held-out TTFT got worse
 (median 8.7% -> 16.1%) while stage A alone improved TPOT, ITL, E2E and throughput (RESULTS.md).
 
+Session 24 refitted the mixed-step factor and the host time per starting prefill on engine steps instead
+(``--stages mixed``): every fit server's steps read back from its clients' token times (``step_trace.py``),
+windows of consecutive steps compared modelled against measured, so these two terms no longer trade
+against the scheduler's waves and the front end in end-to-end figures (RESULTS.md, "Steps that carry a
+new prompt").
+
 ``--write`` stores the values, the split and the fit / hold-out median errors per figure in
 ``advisor/perf/catalog/vllm-h200.yaml`` (loaded as the Efficiency defaults).
 """
@@ -55,7 +61,7 @@ from vllm_advisor.perf.efficiency import Efficiency
 from vllm_advisor.perf.validation import card_name, find_result_files, read_split, validate_file, validate_runs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from check_predictions import BEFORE_SESSION_23  # noqa: E402 - the terms shipped before session 23
+from check_predictions import BEFORE_SESSION_23, BEFORE_SESSION_24  # noqa: E402 - the terms shipped before sessions 23 and 24
 from step_trace import WINDOW  # noqa: E402
 
 FIGS = ("ttft_p50", "tpot_p50", "itl_p50", "e2e_p50", "output_throughput")
@@ -224,7 +230,7 @@ def main() -> None:
                 "Before this fit the overhead terms were sourced (2.0 ms per step, 10 us per request) and the graph factors were 1.",
                 "The intake delay (send to scheduler) joined the fit in session 19; the previous fit (no delay) had 17.3 ms per starting prefill as step time.",
                 *([f"Stage A refitted in session 23 on the split of {args.runs}/split.json; before it: decode_graph_factor {FIRST_FIT['decode_graph_factor']:.6g}, step_overhead_ms {FIRST_FIT['step_overhead_ms']:.6g}, per_seq_overhead_us {FIRST_FIT['per_seq_overhead_us']:.6g} (fitted on the H200 server alone)."] if args.stages in ("decode", "mixed") else []),
-                *([f"Mixed-step terms refitted in session 24 on engine steps (step_trace.py); before: mixed_step_factor {BEFORE_SESSION_23['mixed_step_factor']:.6g}, prefill_request_overhead_ms {BEFORE_SESSION_23['prefill_request_overhead_ms']:.6g} (stage B on closed-loop TTFT, E2E and throughput: a step carrying one new 1K prompt came out about 30% slow)."] if args.stages == "mixed" else []),
+                *([f"Mixed-step terms refitted in session 24 on engine steps (step_trace.py); before: mixed_step_factor {BEFORE_SESSION_24['mixed_step_factor']:.6g}, prefill_request_overhead_ms {BEFORE_SESSION_24['prefill_request_overhead_ms']:.6g} (stage B on closed-loop TTFT, E2E and throughput: a step carrying one new 1K prompt came out about 30% slow)."] if args.stages == "mixed" else []),
                 "Error = median |predicted / measured - 1| per figure over the points of each split; vllm-advisor validate RUNS prints every point.",
             ],
         }
