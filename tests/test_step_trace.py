@@ -3,8 +3,6 @@ and the mixed-step terms fitted to them (fit_vllm_costs.py --stages mixed)."""
 
 from __future__ import annotations
 
-import gzip
-import json
 import math
 import sys
 from pathlib import Path
@@ -17,17 +15,17 @@ sys.path.insert(0, str(GPU))
 
 import fit_vllm_costs  # noqa: E402
 import step_trace  # noqa: E402
-from check_predictions import BEFORE_SESSION_23  # noqa: E402
+from check_predictions import BEFORE_SESSION_24  # noqa: E402
 
 from vllm_advisor.perf.efficiency import Efficiency  # noqa: E402
-from vllm_advisor.perf.validation import find_result_files, read_split  # noqa: E402
+from vllm_advisor.perf.validation import read_results, read_split  # noqa: E402
 
 RUNS = GPU / "runs"
 RATE_EDGE = RUNS / "2026-12-06-h200-rate-edge" / "check-8b-rate-edge" / "results.json.gz"
 
 
 def _point(path: Path, pid: str) -> dict:
-    return next(p for p in json.loads(gzip.decompress(path.read_bytes()))["points"] if p["spec"]["id"] == pid)
+    return next(p for p in read_results(path)["points"] if p["spec"]["id"] == pid)
 
 
 def test_steps_read_back_from_an_open_loop_run():
@@ -56,36 +54,27 @@ def test_windows_drop_stretches_the_stream_did_not_show_step_by_step():
 
 
 def _window_ratio(path: Path, eff: Efficiency) -> float:
-    windows = fit_vllm_costs.step_windows([path])
-    engine, plan, measured = windows[0]
-    shipped = engine.step.eff
-    engine.step.eff = eff
-    try:
-        modelled = plan().reshape(len(measured), -1).sum(axis=1)
-    finally:
-        engine.step.eff = shipped
-    return float(np.median(modelled / measured))
+    engine, plan, measured = fit_vllm_costs.step_windows([path])[0]
+    return float(np.median(fit_vllm_costs.window_seconds(engine, plan, len(measured), eff) / measured))
 
 
 def test_held_out_servers_steps_with_the_refitted_terms():
     """Held out (never fitted): the H200 open loop and an H100 open loop. Before session 24 the mixed
     terms (fitted to closed-loop TTFT) put these windows 7% slow; the step-level fit within 4%."""
-    before = Efficiency().model_copy(update={k: BEFORE_SESSION_23[k] for k in ("mixed_step_factor", "prefill_request_overhead_ms")})
+    before = Efficiency().model_copy(update={k: BEFORE_SESSION_24[k] for k in ("mixed_step_factor", "prefill_request_overhead_ms")})
     for path in (RATE_EDGE, RUNS / "2026-12-06-h100-overload" / "check-8b-rate-under" / "results.json.gz"):
         assert _window_ratio(path, before) > 1.06, path
         assert abs(_window_ratio(path, Efficiency()) - 1.0) < 0.045, path
 
 
 def test_the_mixed_stage_reproduces_the_shipped_terms():
-    split = read_split(RUNS)
-    files = [f for f in find_result_files(RUNS) if json.loads(gzip.decompress(f.read_bytes()))["plan"]["name"] in split.fit]
-    windows = fit_vllm_costs.step_windows(files)
+    windows = fit_vllm_costs.step_windows(fit_vllm_costs.fit_files(RUNS, read_split(RUNS).fit))
     shipped = Efficiency()
     x = np.array([math.log(shipped.mixed_step_factor), shipped.prefill_request_overhead_ms])
     at_shipped = fit_vllm_costs.mixed_loss(x, windows)
     for dx in ((0.02, 0.0), (-0.02, 0.0), (0.0, 0.5)):  # the shipped values are the minimum
         assert fit_vllm_costs.mixed_loss(x + np.array(dx), windows) > at_shipped
-    before = np.array([math.log(BEFORE_SESSION_23["mixed_step_factor"]), BEFORE_SESSION_23["prefill_request_overhead_ms"]])
+    before = np.array([math.log(BEFORE_SESSION_24["mixed_step_factor"]), BEFORE_SESSION_24["prefill_request_overhead_ms"]])
     assert fit_vllm_costs.mixed_loss(before, windows) > 1.5 * at_shipped
 
 

@@ -132,12 +132,14 @@ def _admission(board: Board, running: float | None, waiting: float, caps: tuple[
         return
     if running in caps:
         seqs = int(running)
-        ev = _rep(msg("ev.running"), float(running), "requests", msg("detail.waiting_beside", waiting=q(waiting, "requests"), seqs=seqs), load=at)
-        board.add("max_num_seqs_limit", 2.0, ev, reason=msg("reason.running_at_cap", seqs=seqs))
+        cause, weight, reason = "max_num_seqs_limit", 2.0, msg("reason.running_at_cap", seqs=seqs)
     elif running < min(caps) and not long_prompts:
         seqs = min(caps)
-        ev = _rep(msg("ev.running"), float(running), "requests", msg("detail.waiting_beside", waiting=q(waiting, "requests"), seqs=seqs), load=at)
-        board.add("kv_capacity", 1.5, ev, reason=msg("reason.running_below_cap", running=q(running, "requests"), seqs=seqs))
+        cause, weight, reason = "kv_capacity", 1.5, msg("reason.running_below_cap", running=q(running, "requests"), seqs=seqs)
+    else:
+        return
+    ev = _rep(msg("ev.running"), float(running), "requests", msg("detail.waiting_beside", waiting=q(waiting, "requests"), seqs=seqs), load=at)
+    board.add(cause, weight, ev, reason=reason)
 
 
 def _workload(inputs: DiagnosisInputs, board: Board) -> None:

@@ -42,7 +42,8 @@ RESULT_NAMES = ("results.json", "results.json.gz")
 _ZERO = {"waiting_mean": 0.05, "running_mean": 0.05}
 
 
-def _read_json(path: Path) -> Any:
+def read_results(path: Path) -> Any:
+    """A harness results file (``results.json`` or its ``.gz``), or one line naming the file."""
     try:
         raw = gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes()
         return json.loads(raw)
@@ -84,7 +85,7 @@ def read_split(root: Path) -> RunSplit:
     for d in ([root] if root.is_dir() else []) + list(root.parents)[:2]:
         f = d / "split.json"
         if f.is_file():
-            data = _read_json(f)
+            data = read_results(f)
             return RunSplit(set(data.get("fit", [])), str(data.get("rule", "")), frozenset(data.get("other", [])))
     return RunSplit(None, "")
 
@@ -188,7 +189,7 @@ def _rate(spec: dict) -> float | None:
 
 
 def validate_file(path: Path, split_of: Any, efficiency: Efficiency | None = None) -> tuple[list[PointValidation], KvValidation | None, list[str]]:
-    result = _read_json(path)
+    result = read_results(path)
     dep, args = deployment_of(result, path)
     name = str(result["plan"].get("name") or path.parent.name)
     split = split_of(name)
@@ -275,10 +276,10 @@ def validate_runs(root: Path, efficiency: Efficiency | None = None) -> Validatio
         points += pts
         kvs += [kv] if kv else []
         notes += n
-        res = _read_json(f)
+        res = read_results(f)
         card = card_name(res) or res.get("gpu", "?")
         engines.add(f"vLLM {(res.get('env') or {}).get('vllm', '?')} on {card} (dummy weights)")
     return ValidationReport(source=str(root), engine="; ".join(sorted(engines)), split_rule=split.rule, points=points, kv_cache=kvs, summary=summarize(points, kvs), notes=notes)
 
 
-__all__ = ["card_name", "deployment_of", "find_result_files", "measured_figures", "predicted_figures", "read_split", "RunSplit", "summarize", "validate_file", "validate_runs"]
+__all__ = ["card_name", "deployment_of", "find_result_files", "measured_figures", "predicted_figures", "read_results", "read_split", "RunSplit", "summarize", "validate_file", "validate_runs"]

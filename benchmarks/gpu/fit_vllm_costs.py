@@ -46,8 +46,6 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
-import gzip
-import json
 import math
 import sys
 import time
@@ -58,7 +56,7 @@ import yaml
 from scipy.optimize import minimize
 
 from vllm_advisor.perf.efficiency import Efficiency
-from vllm_advisor.perf.validation import card_name, find_result_files, read_split, validate_file, validate_runs
+from vllm_advisor.perf.validation import card_name, find_result_files, read_results, read_split, validate_file, validate_runs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from check_predictions import BEFORE_SESSION_23, BEFORE_SESSION_24  # noqa: E402 - the terms shipped before sessions 23 and 24
@@ -89,7 +87,12 @@ def params_to_eff(x: np.ndarray) -> Efficiency:
 
 def card_of(path: Path) -> str:
     """The card a results file ran on, without the vendor's prefix ("H100 80GB HBM3")."""
-    return card_name(json.loads(gzip.decompress(path.read_bytes()) if path.suffix == ".gz" else path.read_bytes())).replace("NVIDIA ", "") or "?"
+    return card_name(read_results(path)).replace("NVIDIA ", "") or "?"
+
+
+def fit_files(runs: Path, fit_runs) -> list[Path]:
+    """The results files of the servers ``split.json`` names for fitting."""
+    return [f for f in find_result_files(runs) if read_results(f)["plan"]["name"] in fit_runs]
 
 
 def step_windows(files: list[Path]) -> list[tuple]:
@@ -102,7 +105,7 @@ def step_windows(files: list[Path]) -> list[tuple]:
 
     out = []
     for f in files:
-        result = json.loads(gzip.decompress(f.read_bytes()) if f.suffix == ".gz" else f.read_bytes())
+        result = read_results(f)
         dep, args = deployment_of(result, f)
         points = [p for p in result["points"] if p.get("requests") and not p.get("skipped")]
         engine = build_engine_model(dep, args, needed_model_len=max(p["spec"]["input_len"] + p["spec"]["output_len"] for p in points))
@@ -112,18 +115,23 @@ def step_windows(files: list[Path]) -> list[tuple]:
     return out
 
 
+def window_seconds(engine, plan, windows: int, eff: Efficiency) -> np.ndarray:
+    """Modelled seconds of each window of a cost plan under ``eff`` (the engine keeps its own terms)."""
+    own = engine.step.eff
+    engine.step.eff = eff
+    try:
+        return plan().reshape(windows, -1).sum(axis=1)
+    finally:
+        engine.step.eff = own
+
+
 def mixed_loss(y: np.ndarray, windows: list[tuple]) -> float:
     """Mean over the servers of the mean squared log-ratio modelled / measured window time, with the
     mixed-step factor exp(y[0]) and |y[1]| ms per starting prefill (every other term as shipped)."""
     per_server = []
     for engine, plan, measured in windows:
-        shipped = engine.step.eff
-        engine.step.eff = shipped.model_copy(update={"mixed_step_factor": float(math.exp(y[0])), "prefill_request_overhead_ms": float(abs(y[1]))})
-        try:
-            modelled = plan().reshape(len(measured), -1).sum(axis=1)
-        finally:
-            engine.step.eff = shipped
-        per_server.append(float(np.mean(np.log(modelled / measured) ** 2)))
+        eff = engine.step.eff.model_copy(update={"mixed_step_factor": float(math.exp(y[0])), "prefill_request_overhead_ms": float(abs(y[1]))})
+        per_server.append(float(np.mean(np.log(window_seconds(engine, plan, len(measured), eff) / measured) ** 2)))
     return float(np.mean(per_server))
 
 
@@ -140,7 +148,7 @@ def main() -> None:
     fit_runs, rule = split.fit, split.rule
     if not fit_runs:
         raise SystemExit(f"{args.runs}: no split.json with fit runs")
-    files = [f for f in find_result_files(args.runs) if json.loads(gzip.decompress(f.read_bytes()) if f.suffix == ".gz" else f.read_bytes())["plan"]["name"] in fit_runs]
+    files = fit_files(args.runs, fit_runs)
 
     def loss(x: np.ndarray, figs: tuple[str, ...]) -> float:
         eff = params_to_eff(x)
@@ -204,7 +212,7 @@ def main() -> None:
         print(split, {k: f"{v * 100:.1f}%" for k, v in d.items()})
     if args.write:
         holdout = sorted({p.run for p in report.points if p.split == "holdout"})
-        first = json.loads(gzip.decompress(files[0].read_bytes()))
+        first = read_results(files[0])
         doc = {
             "engine": f"vLLM {first['env'].get('vllm', '?')} (V1 scheduler, FA3, CUDA graphs, torch.compile; dummy weights)",
             "gpu": ", ".join(sorted({card_of(f) for f in files}, reverse=True)),
