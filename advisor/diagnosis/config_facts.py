@@ -11,7 +11,7 @@ from ..schema import Evidence
 from ..schema.message import msg, q
 from .board import Board
 from .inputs import DiagnosisInputs
-from .report_facts import flash_attention_gpu, offline_run, portable_attention_set
+from .report_facts import flash_attention_gpu, max_num_seqs_in_effect, offline_run, portable_attention_set
 from .text_cues import find_number, params_from_name
 
 #: GPU names that mean PCIe cards when the catalog does not know the GPU (whole words only).
@@ -213,7 +213,7 @@ def _max_num_seqs_below_clients(inputs: DiagnosisInputs, board: Board, cfg) -> N
     vLLM picks for this version and GPU is the model's reading of the deployment (2.0)."""
     clients = _offered_clients(inputs)
     explicit = inputs.engine_args.max_num_seqs
-    seqs = explicit or (inputs.engine.config.max_num_seqs if inputs.engine is not None else None)
+    seqs = max_num_seqs_in_effect(inputs)
     if not (clients and seqs) or clients <= seqs:
         return
     board.add(

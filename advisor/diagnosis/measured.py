@@ -8,7 +8,7 @@ from ..schema import Evidence, Msg
 from ..schema.message import msg, q
 from .board import Board
 from .inputs import DiagnosisInputs
-from .report_facts import portable_attention_here
+from .report_facts import max_num_seqs_in_effect, portable_attention_here
 
 
 def detect_measured(inputs: DiagnosisInputs, board: Board) -> None:
@@ -97,9 +97,8 @@ def batch_caps(inputs: DiagnosisInputs) -> tuple[int, ...]:
     be told, every value a release defaults to; empty when nothing is known."""
     dep = inputs.deployment
     if (dep.engine or "vllm").lower().startswith("vllm"):  # vLLM and its platform builds share the scheduler
-        if inputs.engine_args.max_num_seqs:
-            return (inputs.engine_args.max_num_seqs,)
-        return (inputs.engine.config.max_num_seqs,) if inputs.engine is not None else VLLM_DEFAULT_SEQS
+        seqs = max_num_seqs_in_effect(inputs)
+        return (seqs,) if seqs else VLLM_DEFAULT_SEQS
     for name in BATCH_CAP_FLAGS:
         value = dep.flags.get(name)
         if isinstance(value, str) and value.strip().isdigit():

@@ -264,6 +264,14 @@ def prefix_caching_on(inputs: DiagnosisInputs) -> bool:
     return words_say(PREFIX_CACHING_STATED_ON, inputs)
 
 
+def max_num_seqs_in_effect(inputs: DiagnosisInputs) -> int | None:
+    """vLLM's max_num_seqs for this deployment: as the user set it, else as the performance model
+    reads the version's default on this GPU; None when neither is known."""
+    if inputs.engine_args.max_num_seqs:
+        return inputs.engine_args.max_num_seqs
+    return inputs.engine.config.max_num_seqs if inputs.engine is not None else None
+
+
 def highest_concurrency(inputs: DiagnosisInputs) -> int | None:
     """The most concurrent requests the report ran at: measured load points, the case's workload, or
     the words; None when none is known."""
