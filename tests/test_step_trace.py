@@ -1,5 +1,6 @@
 """Engine steps read back from the clients' token times of real vLLM runs (benchmarks/gpu/step_trace.py),
-and the mixed-step terms fitted to them (fit_vllm_costs.py --stages mixed)."""
+and the terms fitted to them: the mixed-step terms (fit_vllm_costs.py --stages mixed) and vLLM's MoE
+kernel factors (--stages moe)."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ sys.path.insert(0, str(GPU))
 
 import fit_vllm_costs  # noqa: E402
 import step_trace  # noqa: E402
-from check_predictions import BEFORE_SESSION_24  # noqa: E402
+from check_predictions import BEFORE_SESSION_24, BEFORE_SESSION_25  # noqa: E402
 
 from vllm_advisor.perf.efficiency import Efficiency  # noqa: E402
 from vllm_advisor.perf.validation import read_results, read_split  # noqa: E402
@@ -76,6 +77,40 @@ def test_the_mixed_stage_reproduces_the_shipped_terms():
         assert fit_vllm_costs.mixed_loss(x + np.array(dx), windows) > at_shipped
     before = np.array([math.log(BEFORE_SESSION_24["mixed_step_factor"]), BEFORE_SESSION_24["prefill_request_overhead_ms"]])
     assert fit_vllm_costs.mixed_loss(before, windows) > 1.5 * at_shipped
+
+
+MOE_GRAPH = RUNS / "2026-12-06-h100-eager" / "check-moe-graph" / "results.json.gz"
+
+
+def _moe_ratios(path: Path, eff: Efficiency) -> tuple[float, float]:
+    """Median modelled / measured window time of decode-only windows and of windows with new prompts."""
+    engine, plan, measured = fit_vllm_costs.step_windows([path])[0]
+    ratio = fit_vllm_costs.window_seconds(engine, plan, len(measured), eff) / measured
+    prompts = plan.has_prefill.reshape(len(measured), -1).any(axis=1)
+    return float(np.median(ratio[~prompts])), float(np.median(ratio[prompts]))
+
+
+def test_moe_decode_steps_held_out_with_the_moe_kernel_factors():
+    """Held out (never fitted): Qwen3-30B-A3B with CUDA graphs on an H100. With the grouped GEMM as
+    torch's kernel measured it, the decode-only windows came out 11% slow; with vLLM's MoE kernel
+    factors (fitted on two other MoE servers' steps) within 4%. The dense models have no MoE layer:
+    the factors cannot move them."""
+    before = Efficiency().model_copy(update={k: BEFORE_SESSION_25[k] for k in ("moe_compute_factor", "moe_memory_factor")})
+    decode_before, _ = _moe_ratios(MOE_GRAPH, before)
+    decode_now, _ = _moe_ratios(MOE_GRAPH, Efficiency())
+    assert decode_before > 1.08 and abs(decode_now - 1.0) < 0.04
+    assert _window_ratio(RATE_EDGE, before) == pytest.approx(_window_ratio(RATE_EDGE, Efficiency()), rel=1e-12)
+
+
+def test_the_moe_stage_reproduces_the_shipped_factors():
+    windows = fit_vllm_costs.step_windows(fit_vllm_costs.fit_files(RUNS, read_split(RUNS).moe_fit))
+    assert len(windows) == 2
+    shipped = Efficiency()
+    x = np.log([shipped.moe_compute_factor, shipped.moe_memory_factor])
+    at_shipped = fit_vllm_costs.moe_loss(x, windows)
+    for dx in ((0.03, 0.0), (-0.03, 0.0), (0.0, 0.03), (0.0, -0.03)):  # the shipped values are the minimum
+        assert fit_vllm_costs.moe_loss(x + np.array(dx), windows) > at_shipped
+    assert fit_vllm_costs.moe_loss(np.zeros(2), windows) > 3 * at_shipped
 
 
 def test_a_results_file_without_token_times_gives_no_window():

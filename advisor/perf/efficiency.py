@@ -16,7 +16,7 @@ Two kinds of parameter live here, and the difference matters when reading a pred
 - **Eager steps** (``--enforce-eager``: no CUDA graphs, no torch.compile): the host launches every
   layer's kernels from Python, and a step takes the longer of those launches and the kernels
   (``step_time.EAGER_OVERLAP``). ``eager_launch_us_per_layer`` (dense layer, 445 µs) and
-  ``eager_moe_launch_us_per_layer`` (MoE layer, 963 µs) were fitted by ``benchmarks/gpu/fit_eager.py``
+  ``eager_moe_launch_us_per_layer`` (MoE layer, 962 µs) were fitted by ``benchmarks/gpu/fit_eager.py``
   to real vLLM 0.26.0 on one H100 (runs/2026-12-06-h100-eager); a sourced 60 µs (10-15 launches of
   ~5 µs) added to the kernels had put an eager MoE step at 9 ms where it took 45 ms. They are host
   (CPU) times: another host CPU moves them (two H100 machines differed by about 15%).
@@ -129,6 +129,7 @@ class EngineFit(BaseModel):
     fitted: str
     runs: str = Field(description="folder of the source runs (benchmarks/gpu/vllm_e2e.py results)")
     fit_runs: list[str]
+    moe_fit_runs: list[str] = Field(default_factory=list, description="MoE servers whose engine steps fitted the MoE kernel factors")
     holdout_runs: list[str]
     split_rule: str
     script: str
@@ -209,7 +210,7 @@ class Efficiency(BaseModel):
         445.8, description="host time to launch a dense layer's kernels without CUDA graphs or torch.compile, µs (fitted: benchmarks/gpu/fit_eager.py)"
     )
     eager_moe_launch_us_per_layer: float = Field(
-        965.5, description="host time to launch an MoE layer's kernels without CUDA graphs or torch.compile, µs (fitted: benchmarks/gpu/fit_eager.py)"
+        961.8, description="host time to launch an MoE layer's kernels without CUDA graphs or torch.compile, µs (fitted: benchmarks/gpu/fit_eager.py)"
     )
     # --- fitted to a real vLLM server (catalog/vllm-h200.yaml) ----------------------------------------
     step_overhead_ms: float = _engine("step_overhead_ms", "vLLM's per-step host time not hidden behind the GPU: scheduling, input preparation, sampling (fitted)")
@@ -228,6 +229,15 @@ class Efficiency(BaseModel):
     mixed_step_factor: float = _engine(
         "mixed_step_factor", "a step with prefill tokens (piecewise graphs, FA3 varlen) takes this multiple of the kernels timed one by one (fitted)"
     )
+    moe_compute_factor: float = _engine(
+        "moe_compute_factor",
+        "vLLM's fused MoE kernel (routing, expert alignment, Triton grouped GEMM) takes this multiple of the grouped GEMM's compute roofline "
+        "measured on torch's kernel: prefill-heavy steps of an MoE (fitted on engine steps of real MoE servers)",
+    )
+    moe_memory_factor: float = _engine(
+        "moe_memory_factor",
+        "the same for the grouped GEMM's per-tile and weight-reading terms: decode steps of an MoE (fitted on engine steps of real MoE servers)",
+    )
 
 
 #: Fields whose defaults are published starting points, neither measured by the torch sweep nor fitted to real vLLM.
@@ -236,6 +246,7 @@ SOURCED_FIELDS = ("eff_comm", "allreduce_latency_us")
 #: versions older than the one measured, or not given, whose host path and graphs may differ.
 PRE_FIT_ENGINE_VALUES = {
     "step_overhead_ms": 2.0, "per_seq_overhead_us": 10.0, "prefill_request_overhead_ms": 0.0, "intake_delay_ms": 0.0, "decode_graph_factor": 1.0, "mixed_step_factor": 1.0,
+    "moe_compute_factor": 1.0, "moe_memory_factor": 1.0,
 }
 
 
@@ -269,7 +280,16 @@ def real_vllm_error(vllm_version: str | None, version_assumed: bool) -> dict[str
 
 
 #: Fields fitted to a real vLLM server's end-to-end runs (issue 18).
-ENGINE_FIELDS = ("step_overhead_ms", "per_seq_overhead_us", "prefill_request_overhead_ms", "intake_delay_ms", "decode_graph_factor", "mixed_step_factor")
+ENGINE_FIELDS = (
+    "step_overhead_ms",
+    "per_seq_overhead_us",
+    "prefill_request_overhead_ms",
+    "intake_delay_ms",
+    "decode_graph_factor",
+    "mixed_step_factor",
+    "moe_compute_factor",
+    "moe_memory_factor",
+)
 
 __all__ = [
     "CALIBRATION_FILE",

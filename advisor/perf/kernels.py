@@ -70,17 +70,32 @@ def gemm_seconds(m: float, k: float, n: float, peak: Peak, eff: Efficiency, *, w
     return eff.gemm_latency_us * 1e-6 + smooth_max((memory, compute), eff.gemm_sharpness)
 
 
-def grouped_gemm_seconds(rows: float, experts: float, k: float, n: float, peak: Peak, eff: Efficiency, *, weight_bytes: float = 2.0, act_bytes: float = 2.0) -> float:
+def grouped_gemm_seconds(
+    rows: float,
+    experts: float,
+    k: float,
+    n: float,
+    peak: Peak,
+    eff: Efficiency,
+    *,
+    weight_bytes: float = 2.0,
+    act_bytes: float = 2.0,
+    compute_factor: float = 1.0,
+    memory_factor: float = 1.0,
+) -> float:
     """One MoE layer's expert GEMM over all experts at once: ``rows`` = tokens x top-k routed rows,
-    ``experts`` = experts that receive at least one row (their weights are read)."""
+    ``experts`` = experts that receive at least one row (their weights are read). ``compute_factor``
+    and ``memory_factor`` scale the compute roofline and the per-tile and byte terms: the torch
+    kernel the parameters were measured on is not the kernel a serving engine runs (the step model
+    passes vLLM's fitted ``moe_compute_factor`` / ``moe_memory_factor``)."""
     if rows <= 0 or experts <= 0:
         return 0.0
     nbytes = experts * k * n * weight_bytes + rows * (k + n) * act_bytes
     tiles = experts * math.ceil(n / MOE_TILE_N)
     parts = (
-        tiles * eff.moe_tile_us * 1e-6,
-        nbytes / (peak.bandwidth * eff.moe_eff_mem),
-        2.0 * rows * k * n / (peak.flops * eff.moe_eff_gemm),
+        tiles * eff.moe_tile_us * 1e-6 * memory_factor,
+        nbytes / (peak.bandwidth * eff.moe_eff_mem) * memory_factor,
+        2.0 * rows * k * n / (peak.flops * eff.moe_eff_gemm) * compute_factor,
     )
     return eff.moe_latency_us * 1e-6 + smooth_max(parts, eff.moe_sharpness)
 

@@ -244,7 +244,9 @@ class StepTimeModel:
             rows, experts = tokens * c.experts_per_token, self._experts_touched(tokens)
             for g in (c.shapes.expert_gate_up, c.shapes.expert_down):
                 if g is not None:
-                    layer += grouped_gemm_seconds(rows, experts, g.k, g.n, peak, eff, weight_bytes=wb)
+                    layer += grouped_gemm_seconds(
+                        rows, experts, g.k, g.n, peak, eff, weight_bytes=wb, compute_factor=eff.moe_compute_factor, memory_factor=eff.moe_memory_factor
+                    )
             total += c.num_moe_layers * layer
         self._gemm_cache[("layers", tokens)] = total
         return total

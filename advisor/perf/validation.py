@@ -14,7 +14,7 @@ gaps), E2E p50, output throughput (output tokens / point duration), and the serv
 and waiting requests over the ``/metrics`` samples taken during the point.
 
 Which runs were used to fit vLLM's own costs is read from ``split.json`` in the run directory
-(``{"rule": "...", "fit": [run names]}``); every other run is held out.
+(``{"rule": "...", "fit": [run names], "other": [...], "moe_fit": [...]}``); every other run is held out.
 """
 
 from __future__ import annotations
@@ -73,11 +73,14 @@ class RunSplit:
     fit: set[str] | None
     rule: str
     other: frozenset[str] = frozenset()
+    #: MoE servers whose engine steps fitted vLLM's MoE kernel factors (session 25): fitted on, so
+    #: not held out, but not part of the dense terms' fit either
+    moe_fit: frozenset[str] = frozenset()
 
     def of(self, name: str) -> str:
         if self.fit is None:
             return "unsplit"
-        return "fit" if name in self.fit else "other" if name in self.other else "holdout"
+        return "fit" if name in self.fit or name in self.moe_fit else "other" if name in self.other else "holdout"
 
 
 def read_split(root: Path) -> RunSplit:
@@ -86,7 +89,7 @@ def read_split(root: Path) -> RunSplit:
         f = d / "split.json"
         if f.is_file():
             data = read_results(f)
-            return RunSplit(set(data.get("fit", [])), str(data.get("rule", "")), frozenset(data.get("other", [])))
+            return RunSplit(set(data.get("fit", [])), str(data.get("rule", "")), frozenset(data.get("other", [])), frozenset(data.get("moe_fit", [])))
     return RunSplit(None, "")
 
 

@@ -65,7 +65,16 @@ from step_trace import WINDOW  # noqa: E402
 FIGS = ("ttft_p50", "tpot_p50", "itl_p50", "e2e_p50", "output_throughput")
 DECODE_FIGS = ("tpot_p50", "itl_p50")
 PREFILL_FIGS = ("ttft_p50", "ttft_p90", "e2e_p50", "output_throughput")
-ENGINE = ("decode_graph_factor", "mixed_step_factor", "step_overhead_ms", "per_seq_overhead_us", "prefill_request_overhead_ms", "intake_delay_ms")
+ENGINE = (
+    "decode_graph_factor",
+    "mixed_step_factor",
+    "step_overhead_ms",
+    "per_seq_overhead_us",
+    "prefill_request_overhead_ms",
+    "intake_delay_ms",
+    "moe_compute_factor",
+    "moe_memory_factor",
+)
 #: Stage A's values of the first fit (one H200 server, 2026-12-03; check_predictions' terms before
 #: session 23): the start of ``--stages decode``.
 FIRST_FIT = {k: BEFORE_SESSION_23[k] for k in ("decode_graph_factor", "step_overhead_ms", "per_seq_overhead_us")}
@@ -81,6 +90,8 @@ def params_to_eff(x: np.ndarray) -> Efficiency:
             "per_seq_overhead_us": float(abs(x[3])),
             "prefill_request_overhead_ms": float(abs(x[4])),
             "intake_delay_ms": float(abs(x[5])),
+            "moe_compute_factor": float(math.exp(x[6])),
+            "moe_memory_factor": float(math.exp(x[7])),
         }
     )
 
@@ -125,6 +136,16 @@ def window_seconds(engine, plan, windows: int, eff: Efficiency) -> np.ndarray:
         engine.step.eff = own
 
 
+def moe_loss(y: np.ndarray, windows: list[tuple]) -> float:
+    """Mean over the MoE servers of the mean squared log-ratio modelled / measured window time, with
+    vLLM's MoE kernel factors exp(y[0]) (compute) and exp(y[1]) (per-tile and bytes), every other term as shipped."""
+    per_server = []
+    for engine, plan, measured in windows:
+        eff = engine.step.eff.model_copy(update={"moe_compute_factor": float(math.exp(y[0])), "moe_memory_factor": float(math.exp(y[1]))})
+        per_server.append(float(np.mean(np.log(window_seconds(engine, plan, len(measured), eff) / measured) ** 2)))
+    return float(np.mean(per_server))
+
+
 def mixed_loss(y: np.ndarray, windows: list[tuple]) -> float:
     """Mean over the servers of the mean squared log-ratio modelled / measured window time, with the
     mixed-step factor exp(y[0]) and |y[1]| ms per starting prefill (every other term as shipped)."""
@@ -139,8 +160,9 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("runs", type=Path)
     ap.add_argument(
-        "--stages", choices=("both", "decode", "mixed"), default="both",
-        help="decode: fit stage A only, the prefill terms kept as shipped; mixed: the mixed-step factor and the host time per starting prefill on the engine steps read back from the clients' token times (step_trace.py), every other term as shipped",
+        "--stages", choices=("both", "decode", "mixed", "moe"), default="both",
+        help="decode: fit stage A only, the prefill terms kept as shipped; mixed: the mixed-step factor and the host time per starting prefill on the engine steps read back from the clients' token times (step_trace.py), every other term as shipped; "
+        "moe: vLLM's MoE kernel factors on the engine steps of split.json's moe_fit servers, every other term as shipped",
     )
     ap.add_argument("--write", action="store_true")
     args = ap.parse_args()
@@ -166,31 +188,41 @@ def main() -> None:
     #  B. steps with prefill (mixed factor, host time per starting prefill) on TTFT p50/p90, E2E p50 and
     #     output throughput, with A's values fixed. Then A once more with B's values fixed.
     shipped = Efficiency()
-    x = np.array([math.log(0.7), math.log(1.15), 0.9, 20.0, 3.0, 20.0])
+    x = np.array([math.log(0.7), math.log(1.15), 0.9, 20.0, 3.0, 20.0, math.log(shipped.moe_compute_factor), math.log(shipped.moe_memory_factor)])
     if args.stages == "decode":  # stage A from the first fit's values (so a rerun gives the same fit); B's terms stay as shipped
         first = FIRST_FIT
         x = np.array([math.log(first["decode_graph_factor"]), math.log(shipped.mixed_step_factor), first["step_overhead_ms"], first["per_seq_overhead_us"],
-                      shipped.prefill_request_overhead_ms, shipped.intake_delay_ms])
+                      shipped.prefill_request_overhead_ms, shipped.intake_delay_ms, math.log(shipped.moe_compute_factor), math.log(shipped.moe_memory_factor)])
     t = time.time()
-    print(f"shipped-before loss (all figures) {loss(np.array([0.0, 0.0, 2.0, 10.0, 0.0, 0.0]), FIGS):.4f}")
+    print(f"shipped-before loss (all figures) {loss(np.array([0.0, 0.0, 2.0, 10.0, 0.0, 0.0, 0.0, 0.0]), FIGS):.4f}")
     nfev = 0
-    if args.stages == "mixed":
+    if args.stages in ("mixed", "moe"):
         x = np.array([math.log(shipped.decode_graph_factor), math.log(shipped.mixed_step_factor), shipped.step_overhead_ms, shipped.per_seq_overhead_us,
-                      shipped.prefill_request_overhead_ms, shipped.intake_delay_ms])
+                      shipped.prefill_request_overhead_ms, shipped.intake_delay_ms, math.log(shipped.moe_compute_factor), math.log(shipped.moe_memory_factor)])
+    if args.stages == "moe":
+        if not split.moe_fit:
+            raise SystemExit(f"{args.runs}: split.json names no moe_fit servers")
+        windows = step_windows(fit_files(args.runs, split.moe_fit))
+        print(f"  {sum(len(m) for _, _, m in windows)} windows of {WINDOW} steps from {len(windows)} MoE fit servers; step loss as shipped {moe_loss(x[[6, 7]], windows):.5f}")
+        m = minimize(lambda y: moe_loss(y, windows), np.zeros(2), method="Nelder-Mead", options={"xatol": 1e-4, "fatol": 1e-7, "maxiter": 400})
+        x[[6, 7]] = m.x
+        nfev += m.nfev
+        print(f"  step loss {m.fun:.5f}: {params_to_eff(x).model_dump(include=set(ENGINE))}")
+    if args.stages == "mixed":
         windows = step_windows(files)
         print(f"  {sum(len(m) for _, _, m in windows)} windows of {WINDOW} steps from {len(windows)} fit servers; step loss as shipped {mixed_loss(x[[1, 4]], windows):.5f}")
         m = minimize(lambda y: mixed_loss(y, windows), x[[1, 4]], method="Nelder-Mead", options={"xatol": 1e-4, "fatol": 1e-7, "maxiter": 400})
         x[[1, 4]] = m.x
         nfev += m.nfev
         print(f"  step loss {m.fun:.5f}: {params_to_eff(x).model_dump(include=set(ENGINE))}")
-    for _ in range(0 if args.stages == "mixed" else 1 if args.stages == "decode" else 2):
-        a = minimize(lambda y: loss(np.array([y[0], x[1], y[1], y[2], x[4], x[5]]), DECODE_FIGS), x[[0, 2, 3]], method="Nelder-Mead", options={"xatol": 1e-3, "fatol": 1e-4, "maxiter": 200})
+    for _ in range(0 if args.stages in ("mixed", "moe") else 1 if args.stages == "decode" else 2):
+        a = minimize(lambda y: loss(np.array([y[0], x[1], y[1], y[2], x[4], x[5], x[6], x[7]]), DECODE_FIGS), x[[0, 2, 3]], method="Nelder-Mead", options={"xatol": 1e-3, "fatol": 1e-4, "maxiter": 200})
         x[[0, 2, 3]] = a.x
         if args.stages == "decode":
             nfev += a.nfev
             print(f"  stage A loss {a.fun:.4f}: {params_to_eff(x).model_dump(include=set(ENGINE))}")
             break
-        b = minimize(lambda y: loss(np.array([x[0], y[0], x[2], x[3], y[1], y[2]]), PREFILL_FIGS), x[[1, 4, 5]], method="Nelder-Mead", options={"xatol": 1e-3, "fatol": 1e-4, "maxiter": 300})
+        b = minimize(lambda y: loss(np.array([x[0], y[0], x[2], x[3], y[1], y[2], x[6], x[7]]), PREFILL_FIGS), x[[1, 4, 5]], method="Nelder-Mead", options={"xatol": 1e-3, "fatol": 1e-4, "maxiter": 300})
         x[[1, 4, 5]] = b.x
         nfev += a.nfev + b.nfev
         print(f"  stage A loss {a.fun:.4f}, stage B loss {b.fun:.4f}: {params_to_eff(x).model_dump(include=set(ENGINE))}")
@@ -208,8 +240,8 @@ def main() -> None:
     for s in report.summary:
         if s.split in errs:
             errs[s.split][s.figure] = round(s.median_abs_error, 4)
-    for split, d in errs.items():
-        print(split, {k: f"{v * 100:.1f}%" for k, v in d.items()})
+    for part, d in errs.items():
+        print(part, {k: f"{v * 100:.1f}%" for k, v in d.items()})
     if args.write:
         holdout = sorted({p.run for p in report.points if p.split == "holdout"})
         first = read_results(files[0])
@@ -220,6 +252,7 @@ def main() -> None:
             "fitted": dt.date.today().isoformat(),
             "runs": str(args.runs),
             "fit_runs": sorted(fit_runs),
+            **({"moe_fit_runs": sorted(split.moe_fit)} if split.moe_fit else {}),
             "holdout_runs": holdout,
             "split_rule": rule,
             "script": "benchmarks/gpu/fit_vllm_costs.py",
@@ -229,6 +262,8 @@ def main() -> None:
                 "both": "A then B twice",
                 "mixed": "stage A as refitted in session 23 and the intake delay of stage B kept; the mixed factor and the per-starting-prefill host time refitted "
                 f"(session 24) on engine steps read back from the fit servers' client token times (step_trace.py): squared log-ratio of modelled / measured time of windows of {WINDOW} steps, each server weighted alike",
+                "moe": "stage A as refitted in session 23, the mixed-step terms as refitted in session 24 and the intake delay kept; vLLM's MoE kernel factors fitted (session 25) on engine steps "
+                f"of the moe_fit servers (step_trace.py): squared log-ratio of modelled / measured time of windows of {WINDOW} steps, each server weighted alike",
             }[args.stages]
             + "; Nelder-Mead",
             "values": values,
@@ -237,8 +272,9 @@ def main() -> None:
             "notes": [
                 "Before this fit the overhead terms were sourced (2.0 ms per step, 10 us per request) and the graph factors were 1.",
                 "The intake delay (send to scheduler) joined the fit in session 19; the previous fit (no delay) had 17.3 ms per starting prefill as step time.",
-                *([f"Stage A refitted in session 23 on the split of {args.runs}/split.json; before it: decode_graph_factor {FIRST_FIT['decode_graph_factor']:.6g}, step_overhead_ms {FIRST_FIT['step_overhead_ms']:.6g}, per_seq_overhead_us {FIRST_FIT['per_seq_overhead_us']:.6g} (fitted on the H200 server alone)."] if args.stages in ("decode", "mixed") else []),
-                *([f"Mixed-step terms refitted in session 24 on engine steps (step_trace.py); before: mixed_step_factor {BEFORE_SESSION_24['mixed_step_factor']:.6g}, prefill_request_overhead_ms {BEFORE_SESSION_24['prefill_request_overhead_ms']:.6g} (stage B on closed-loop TTFT, E2E and throughput: a step carrying one new 1K prompt came out about 30% slow)."] if args.stages == "mixed" else []),
+                *([f"Stage A refitted in session 23 on the split of {args.runs}/split.json; before it: decode_graph_factor {FIRST_FIT['decode_graph_factor']:.6g}, step_overhead_ms {FIRST_FIT['step_overhead_ms']:.6g}, per_seq_overhead_us {FIRST_FIT['per_seq_overhead_us']:.6g} (fitted on the H200 server alone)."] if args.stages in ("decode", "mixed", "moe") else []),
+                *([f"Mixed-step terms refitted in session 24 on engine steps (step_trace.py); before: mixed_step_factor {BEFORE_SESSION_24['mixed_step_factor']:.6g}, prefill_request_overhead_ms {BEFORE_SESSION_24['prefill_request_overhead_ms']:.6g} (stage B on closed-loop TTFT, E2E and throughput: a step carrying one new 1K prompt came out about 30% slow)."] if args.stages in ("mixed", "moe") else []),
+                *([f"MoE kernel factors fitted in session 25 on the engine steps of {', '.join(sorted(split.moe_fit))}; before: 1 (the grouped GEMM as torch's kernel measured it: MoE decode steps 9-18% slow, prefill-heavy steps 20-25% fast)."] if args.stages == "moe" else []),
                 "Error = median |predicted / measured - 1| per figure over the points of each split; vllm-advisor validate RUNS prints every point.",
             ],
         }
