@@ -170,29 +170,30 @@ def engine_family(engine: str | None, text: str) -> str:
 RELIABILITY_KINDS = ("config", "model", "measured", "reported")
 
 
-def reliability_columns(train_cases, train_evs, evs, pseudo: float, *, own: bool = False) -> np.ndarray:
+def reliability_columns(train_cases, train_evs, evs, pseudo: float, *, own: bool = False, kinds: tuple[str, ...] = RELIABILITY_KINDS) -> np.ndarray:
     """Per case and cause, per structured evidence kind present for the cause: how often the cause was
     established among the training reports where that kind of evidence named it (shrunk to the kind's
     overall rate by ``pseudo`` reports), as a log-odds; 0 where the kind is absent. ``own``: ``evs``
-    are the training reports themselves, each left out of its own rate."""
+    are the training reports themselves, each left out of its own rate. ``kinds``: the evidence kinds
+    (session 25 added the cue phrases', "text")."""
     from vllm_advisor.schema import CAUSE_IDS
 
     pos = {c: i for i, c in enumerate(CAUSE_IDS)}
-    n = np.zeros((len(RELIABILITY_KINDS), len(CAUSE_IDS)))
+    n = np.zeros((len(kinds), len(CAUSE_IDS)))
     hit = np.zeros_like(n)
     for c, ev in zip(train_cases, train_evs):
-        for cause, kinds in ev.by_kind.items():
-            for j, kind in enumerate(RELIABILITY_KINDS):
-                if kinds.get(kind, 0) > 0:
+        for cause, present in ev.by_kind.items():
+            for j, kind in enumerate(kinds):
+                if present.get(kind, 0) > 0:
                     n[j, pos[cause]] += 1
                     hit[j, pos[cause]] += cause in c.report.causes
     base = (hit.sum(axis=1) + 1) / (n.sum(axis=1) + 2)
-    out = np.zeros((len(evs) * len(CAUSE_IDS), len(RELIABILITY_KINDS)))
+    out = np.zeros((len(evs) * len(CAUSE_IDS), len(kinds)))
     for k, ev in enumerate(evs):
         truth = set(train_cases[k].report.causes) if own else set()
-        for cause, kinds in ev.by_kind.items():
-            for j, kind in enumerate(RELIABILITY_KINDS):
-                if kinds.get(kind, 0) > 0:
+        for cause, present in ev.by_kind.items():
+            for j, kind in enumerate(kinds):
+                if present.get(kind, 0) > 0:
                     nn, hh = n[j, pos[cause]], hit[j, pos[cause]]
                     if own:
                         nn, hh = nn - 1, hh - (cause in truth)
@@ -375,8 +376,9 @@ def fit_and_rank(v: Variant, train_cases, train_evs, test_evs, index) -> list[li
         x = np.hstack([x, engine_columns(train_cases, train_evs, v.extra["engine_cols"], own=train_cases)])
         xt = np.hstack([xt, engine_columns(train_cases, test_evs, v.extra["engine_cols"])])
     if v.extra.get("reliability_cols"):  # how often each structured kind of evidence for the cause was right in training
-        x = np.hstack([x, reliability_columns(train_cases, train_evs, train_evs, v.extra["reliability_cols"], own=True)])
-        xt = np.hstack([xt, reliability_columns(train_cases, train_evs, test_evs, v.extra["reliability_cols"])])
+        kinds = v.extra.get("reliability_kinds", RELIABILITY_KINDS)
+        x = np.hstack([x, reliability_columns(train_cases, train_evs, train_evs, v.extra["reliability_cols"], own=True, kinds=kinds)])
+        xt = np.hstack([xt, reliability_columns(train_cases, train_evs, test_evs, v.extra["reliability_cols"], kinds=kinds)])
     if v.extra.get("cause_cols"):
         x = np.hstack([x, cause_columns(v.extra["cause_cols"], x, len(train_cases))])
         xt = np.hstack([xt, cause_columns(v.extra["cause_cols"], xt, len(test_evs))])
@@ -771,6 +773,10 @@ VARIANTS = [
     Variant("reliab-k5", extra={**SHIPPED_WORDS, "reliability_cols": 5.0}),
     Variant("reliab-k10", extra={**SHIPPED_WORDS, "reliability_cols": 10.0}),
     Variant("reliab-k20", extra={**SHIPPED_WORDS, "reliability_cols": 20.0}),
+    # session 25: the cue phrases' reliability per cause too (the most common kind of evidence, and the noisiest)
+    Variant("reliab-text-k5", extra={**SHIPPED_WORDS, "reliability_cols": 5.0, "reliability_kinds": ("text",)}),
+    Variant("reliab-text-k20", extra={**SHIPPED_WORDS, "reliability_cols": 20.0, "reliability_kinds": ("text",)}),
+    Variant("reliab-all-k5", extra={**SHIPPED_WORDS, "reliability_cols": 5.0, "reliability_kinds": ("text", *RELIABILITY_KINDS)}),
     Variant("engine-k10", extra={**SHIPPED_WORDS, "engine_cols": 10.0}),
     Variant("engine-k20", extra={**SHIPPED_WORDS, "engine_cols": 20.0}),
     Variant("engine-k50", extra={**SHIPPED_WORDS, "engine_cols": 50.0}),
