@@ -33,6 +33,9 @@ vLLM's own per-step costs are separate, named terms that the torch measurements 
   torch.compile'd (fused) kernels, so its kernel parts take ``decode_graph_factor`` times the
   kernels timed one by one; a step that carries prefill tokens runs piecewise graphs around FA3's
   varlen attention and takes ``mixed_step_factor`` times. With ``enforce_eager`` neither applies.
+- vLLM's fused MoE kernel (fitted on the engine steps of real MoE servers): the grouped expert GEMM's
+  compute term takes ``moe_compute_factor`` times and its per-tile and byte terms ``moe_memory_factor``
+  times what torch's grouped GEMM was measured at, in every mode (eager steps run the same kernels).
 """
 
 from __future__ import annotations
@@ -189,6 +192,8 @@ class StepTimeModel:
             if not self.enforce_eager:
                 for part in ("gemm", "attn_decode", "attn_prefill", "lm_head"):
                     out[part] += f"; x decode_graph_factor / mixed_step_factor fitted to real {release}"
+            if self.c.num_moe_layers:
+                out["gemm"] += f"; expert GEMMs x moe_compute_factor / moe_memory_factor fitted on real {release} MoE engine steps"
             engine_changed = [k for k in ENGINE_FIELDS if getattr(self.eff, k) != fit.values.get(k)]
             if engine_changed:
                 out["overhead"] += f"; adjusted from the shipped fit: {', '.join(engine_changed)}"
