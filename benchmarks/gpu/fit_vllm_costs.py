@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Fit vLLM's own step costs (what torch's kernels cannot show) to end-to-end runs of a real server.
 
-Six parameters of :class:`advisor.perf.efficiency.Efficiency`, everything else (kernel parameters
+Eight parameters of :class:`advisor.perf.efficiency.Efficiency`, everything else (kernel parameters
 measured with torch on an H200, the scheduler simulation, the memory model) left as shipped:
 
 - ``decode_graph_factor``: decode-only steps run as CUDA graphs of torch.compile'd kernels;
@@ -14,6 +14,9 @@ measured with torch on an H200, the scheduler simulation, the memory model) left
   server, the engine-core queue), spent off the GPU while other requests' steps run. Added in session
   19: without it a closed loop's replacements were admitted in the very next step, which staggers
   the waves of a real server (RESULTS.md, "intake delay").
+- ``moe_compute_factor`` / ``moe_memory_factor``: vLLM's fused MoE kernel against the grouped GEMM
+  torch's kernel was measured at (its compute term; its per-tile and byte terms). Session 25,
+  ``--stages moe``: fitted on the engine steps of the MoE servers ``split.json`` names ``moe_fit``.
 
 Objective: squared log-ratios predicted / measured summed over the fit runs' load points, in two
 stages: (A) the decode parameters (graph factor, host time per step and per request) on TPOT p50
@@ -136,24 +139,24 @@ def window_seconds(engine, plan, windows: int, eff: Efficiency) -> np.ndarray:
         engine.step.eff = own
 
 
-def moe_loss(y: np.ndarray, windows: list[tuple]) -> float:
-    """Mean over the MoE servers of the mean squared log-ratio modelled / measured window time, with
-    vLLM's MoE kernel factors exp(y[0]) (compute) and exp(y[1]) (per-tile and bytes), every other term as shipped."""
+def window_loss(windows: list[tuple], update: dict[str, float]) -> float:
+    """Mean over the servers of the mean squared log-ratio modelled / measured window time, with the
+    engine terms in ``update`` (every other term as shipped): each server weighted alike."""
     per_server = []
     for engine, plan, measured in windows:
-        eff = engine.step.eff.model_copy(update={"moe_compute_factor": float(math.exp(y[0])), "moe_memory_factor": float(math.exp(y[1]))})
+        eff = engine.step.eff.model_copy(update=update)
         per_server.append(float(np.mean(np.log(window_seconds(engine, plan, len(measured), eff) / measured) ** 2)))
     return float(np.mean(per_server))
+
+
+def moe_loss(y: np.ndarray, windows: list[tuple]) -> float:
+    """The window loss with vLLM's MoE kernel factors exp(y[0]) (compute) and exp(y[1]) (per-tile and bytes)."""
+    return window_loss(windows, {"moe_compute_factor": float(math.exp(y[0])), "moe_memory_factor": float(math.exp(y[1]))})
 
 
 def mixed_loss(y: np.ndarray, windows: list[tuple]) -> float:
-    """Mean over the servers of the mean squared log-ratio modelled / measured window time, with the
-    mixed-step factor exp(y[0]) and |y[1]| ms per starting prefill (every other term as shipped)."""
-    per_server = []
-    for engine, plan, measured in windows:
-        eff = engine.step.eff.model_copy(update={"mixed_step_factor": float(math.exp(y[0])), "prefill_request_overhead_ms": float(abs(y[1]))})
-        per_server.append(float(np.mean(np.log(window_seconds(engine, plan, len(measured), eff) / measured) ** 2)))
-    return float(np.mean(per_server))
+    """The window loss with the mixed-step factor exp(y[0]) and |y[1]| ms per starting prefill."""
+    return window_loss(windows, {"mixed_step_factor": float(math.exp(y[0])), "prefill_request_overhead_ms": float(abs(y[1]))})
 
 
 def main() -> None:
