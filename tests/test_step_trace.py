@@ -4,6 +4,7 @@ kernel factors (--stages moe)."""
 
 from __future__ import annotations
 
+import functools
 import math
 import sys
 from pathlib import Path
@@ -54,9 +55,21 @@ def test_windows_drop_stretches_the_stream_did_not_show_step_by_step():
     assert share("c64-in1k") > 0.6 and share("c1-in2k") == 1.0
 
 
+@functools.cache
+def _windows(path: Path) -> tuple:
+    """One server's step windows (engine, cost plan, measured seconds), read once for every term set."""
+    return fit_vllm_costs.step_windows([path])[0]
+
+
+def _window_ratios(path: Path, eff: Efficiency) -> tuple[np.ndarray, np.ndarray]:
+    """Modelled / measured time of each window under ``eff``, and which windows carry new prompts."""
+    engine, plan, measured = _windows(path)
+    ratio = fit_vllm_costs.window_seconds(engine, plan, len(measured), eff) / measured
+    return ratio, plan.has_prefill.reshape(len(measured), -1).any(axis=1)
+
+
 def _window_ratio(path: Path, eff: Efficiency) -> float:
-    engine, plan, measured = fit_vllm_costs.step_windows([path])[0]
-    return float(np.median(fit_vllm_costs.window_seconds(engine, plan, len(measured), eff) / measured))
+    return float(np.median(_window_ratios(path, eff)[0]))
 
 
 def test_held_out_servers_steps_with_the_refitted_terms():
@@ -84,9 +97,7 @@ MOE_GRAPH = RUNS / "2026-12-06-h100-eager" / "check-moe-graph" / "results.json.g
 
 def _moe_ratios(path: Path, eff: Efficiency) -> tuple[float, float]:
     """Median modelled / measured window time of decode-only windows and of windows with new prompts."""
-    engine, plan, measured = fit_vllm_costs.step_windows([path])[0]
-    ratio = fit_vllm_costs.window_seconds(engine, plan, len(measured), eff) / measured
-    prompts = plan.has_prefill.reshape(len(measured), -1).any(axis=1)
+    ratio, prompts = _window_ratios(path, eff)
     return float(np.median(ratio[~prompts])), float(np.median(ratio[prompts]))
 
 

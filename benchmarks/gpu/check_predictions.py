@@ -20,20 +20,22 @@ from vllm_advisor.perf.validation import deployment_of, predicted_figures
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import vllm_e2e  # noqa: E402 - the harness: its model shapes and the serve command it runs
 
+#: vLLM's MoE kernel factors before session 25 fitted them: the grouped GEMM as torch's kernel measured it.
+TORCH_MOE = {"moe_compute_factor": 1.0, "moe_memory_factor": 1.0}
 #: The engine terms shipped before session 19 (no intake delay; 17.3 ms per starting prefill as step time).
 BEFORE_SESSION_19 = {"decode_graph_factor": 0.84424, "mixed_step_factor": 1.19647, "step_overhead_ms": 2.33405e-06, "per_seq_overhead_us": 14.6387,
-                     "prefill_request_overhead_ms": 17.3344, "intake_delay_ms": 0.0, "moe_compute_factor": 1.0, "moe_memory_factor": 1.0}
+                     "prefill_request_overhead_ms": 17.3344, "intake_delay_ms": 0.0, **TORCH_MOE}
 #: The engine terms shipped before session 23 (stage A fitted on the first H200 server alone).
 BEFORE_SESSION_23 = {"decode_graph_factor": 0.862542, "mixed_step_factor": 1.18656, "step_overhead_ms": 1.25493e-08, "per_seq_overhead_us": 21.7213,
-                     "prefill_request_overhead_ms": 3.98116, "intake_delay_ms": 20.205, "moe_compute_factor": 1.0, "moe_memory_factor": 1.0}
+                     "prefill_request_overhead_ms": 3.98116, "intake_delay_ms": 20.205, **TORCH_MOE}
 #: The engine terms shipped before session 24 (mixed-step factor and host time per starting prefill
 #: from stage B on closed-loop figures; refitted in session 24 on engine steps, step_trace.py).
 BEFORE_SESSION_24 = {"decode_graph_factor": 0.854838, "mixed_step_factor": 1.18656, "step_overhead_ms": 1.33978e-08, "per_seq_overhead_us": 10.2514,
-                     "prefill_request_overhead_ms": 3.98116, "intake_delay_ms": 20.205, "moe_compute_factor": 1.0, "moe_memory_factor": 1.0}
+                     "prefill_request_overhead_ms": 3.98116, "intake_delay_ms": 20.205, **TORCH_MOE}
 #: The engine terms shipped before session 25 (the grouped MoE GEMM as torch's kernel measured it; vLLM's
 #: MoE kernel factors fitted in session 25 on engine steps of two MoE servers).
 BEFORE_SESSION_25 = {"decode_graph_factor": 0.854838, "mixed_step_factor": 1.13254, "step_overhead_ms": 1.33978e-08, "per_seq_overhead_us": 10.2514,
-                     "prefill_request_overhead_ms": 0.401063, "intake_delay_ms": 20.205, "moe_compute_factor": 1.0, "moe_memory_factor": 1.0}
+                     "prefill_request_overhead_ms": 0.401063, "intake_delay_ms": 20.205, **TORCH_MOE}
 FIGS = ("ttft_p50", "ttft_p90", "tpot_p50", "e2e_p50", "output_throughput")
 
 
