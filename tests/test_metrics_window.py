@@ -84,6 +84,10 @@ def test_a03_histograms_and_summary(fixtures_dir: Path) -> None:
     assert engine["ttft_s"]["coarse"] is True
     assert engine["output_len_tokens"]["avg"] == 64.0
     assert engine["preemptions"] == 0.0
+    # the two snapshots were taken before and after the run, idle: their gauges (0 running, 0% KV) say
+    # nothing about the 32 requests the counters saw, so the summary leaves them unknown
+    assert engine["gauges_missed_load"] is True
+    assert [engine[k]["max"] for k in ("requests_running", "requests_waiting", "kv_cache_usage_pct")] == [None, None, None]
 
 
 def test_seed0_runs_hit_the_prefix_cache(fixtures_dir: Path) -> None:
@@ -95,6 +99,7 @@ def test_seed0_runs_hit_the_prefix_cache(fixtures_dir: Path) -> None:
     assert engine["prefix_cache_queries_tokens"] == 386334.0
     assert engine["prefix_cache_hit_rate_pct"] == pytest.approx(100 * 184448 / 386334)
     assert engine["generation_tokens_per_s"] is None  # no timestamps
+    assert engine["gauges_missed_load"] is False  # no window in time: nothing to say the samples missed
     assert any("no timestamps" in n for n in window.notes)
 
 
@@ -116,6 +121,7 @@ def test_kv_pressure_run(fixtures_dir: Path) -> None:
     assert (waiting.min, waiting.max) == (0.0, 7.0)
 
     [engine] = summarize_window(window)["engines"]
+    assert engine["gauges_missed_load"] is False  # the sample during the run saw it
     assert engine["requests_running"] == {"min": 0.0, "mean": pytest.approx(1 / 3), "max": 1.0, "last": 0.0}
     assert engine["requests_waiting"]["max"] == 7.0
     assert engine["kv_cache_usage_pct"]["max"] == pytest.approx(50.526315789473685)

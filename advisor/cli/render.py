@@ -297,9 +297,12 @@ def server_view_table(runs: list[BenchmarkRun]) -> Table:
         engines = summarize_window(run.server_metrics).get("engines") or [{}]
         eng = engines[0]
         queue = eng.get("queue_time_s") or {}
+        missed = bool(eng.get("gauges_missed_load"))
+        if missed:
+            table.caption = "† no /metrics sample landed while requests ran (a short load point, or a server too busy to answer): its gauges are unknown; counters and histograms still count"
         table.add_row(
             run.load_label,
-            str(run.server_metrics.num_snapshots),
+            f"{run.server_metrics.num_snapshots}{' †' if missed else ''}",
             _q(eng.get("requests_running"), "max"),
             _q(eng.get("requests_waiting"), "max"),
             _q(eng.get("requests_waiting_for_capacity"), "max"),

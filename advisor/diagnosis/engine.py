@@ -313,6 +313,9 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
         out.append(msg(f"note.{inputs.engine_error_field}_not_in_catalog", name=getattr(inputs.deployment, inputs.engine_error_field)))
     elif inputs.engine_error:
         out.append(msg("note.engine_error", reason=inputs.engine_error))
+    for summary in inputs.metrics_summaries:
+        if any(eng.get("gauges_missed_load") for eng in summary.get("engines", [])):
+            out.append(msg("note.gauges_missed_load", source=summary.get("source") or "/metrics", snapshots=summary.get("num_snapshots") or 0))
     skipped = list(getattr(inputs, "skipped", []) or [])
     for note in skipped:  # typed by the gatherer: worded here, not copied from its English line
         where = _where(note)

@@ -191,8 +191,10 @@ def _rate(spec: dict) -> float | None:
     return math.inf if r in (None, "inf") else float(r)
 
 
-def validate_file(path: Path, split_of: Any, efficiency: Efficiency | None = None) -> tuple[list[PointValidation], KvValidation | None, list[str]]:
-    result = read_results(path)
+def validate_file(path: Path, split_of: Any, efficiency: Efficiency | None = None, *, result: Any = None) -> tuple[list[PointValidation], KvValidation | None, list[str]]:
+    """Every measured point of one results file against the model's prediction; ``result`` is the
+    file already read (validate_runs reads each once: a gzipped run with its per-request data is MBs)."""
+    result = read_results(path) if result is None else result
     dep, args = deployment_of(result, path)
     name = str(result["plan"].get("name") or path.parent.name)
     split = split_of(name)
@@ -272,14 +274,14 @@ def validate_runs(root: Path, efficiency: Efficiency | None = None) -> Validatio
     notes: list[str] = []
     engines = set()
     for f in files:
+        res = read_results(f)
         try:
-            pts, kv, n = validate_file(f, split.of, efficiency)
+            pts, kv, n = validate_file(f, split.of, efficiency, result=res)
         except (KeyError, TypeError, ValueError, AttributeError) as exc:  # a damaged or hand-edited file: one line, not a traceback
             raise InputFileError(f"{f}: a load point or server field is missing or malformed ({type(exc).__name__}: {str(exc)[:120]})") from exc
         points += pts
         kvs += [kv] if kv else []
         notes += n
-        res = read_results(f)
         card = card_name(res) or res.get("gpu", "?")
         engines.add(f"vLLM {(res.get('env') or {}).get('vllm', '?')} on {card} (dummy weights)")
     return ValidationReport(source=str(root), engine="; ".join(sorted(engines)), split_rule=split.rule, points=points, kv_cache=kvs, summary=summarize(points, kvs), notes=notes)

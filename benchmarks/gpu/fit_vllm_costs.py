@@ -174,12 +174,13 @@ def main() -> None:
     if not fit_runs:
         raise SystemExit(f"{args.runs}: no split.json with fit runs")
     files = fit_files(args.runs, fit_runs)
+    results = {f: read_results(f) for f in files}  # read once: the optimiser evaluates the loss hundreds of times
 
     def loss(x: np.ndarray, figs: tuple[str, ...]) -> float:
         eff = params_to_eff(x)
         total = 0.0
         for f in files:
-            pts, _, _ = validate_file(f, lambda _n: "fit", eff)
+            pts, _, _ = validate_file(f, lambda _n: "fit", eff, result=results[f])
             for p in pts:
                 for fig in p.figures:
                     if fig.figure in figs and fig.measured and fig.predicted:

@@ -40,8 +40,8 @@ def long_input_result(server, tmp_path_factory) -> tuple[Path, dict]:
     out = tmp_path_factory.mktemp("bench") / "long-input.jsonl"
     t0 = time.monotonic()
     data = advisor_json("probe", "bench", server.base_url, "--input-len", str(INPUT_LEN), "--output-len", str(OUTPUT_LEN),
-                        "--concurrency", "1,8", "--num-prompts", str(NUM_PROMPTS), "--metrics-interval", "0.2", "-o", str(out))
-    # /metrics every 0.2 s: on a fast host the c=1 point ends within the default 1 s interval, and its
+                        "--concurrency", "1,8", "--num-prompts", str(NUM_PROMPTS), "--metrics-interval", "0.1", "-o", str(out))
+    # /metrics every 0.1 s: on a fast host the c=1 point ends within the default 1 s interval, and its
     # only samples (before and after) read no request running (make test-real failed so, session 16)
     print(f"probe bench c=1,8 x {NUM_PROMPTS} prompts of {INPUT_LEN} tokens: {time.monotonic() - t0:.1f} s")
     return out, data
@@ -70,16 +70,27 @@ def test_probe_bench_measures_exact_lengths_and_samples_the_server(long_input_re
         assert eng["requests_finished"].get("length") == NUM_PROMPTS
         assert run.server_metrics.num_snapshots >= 3
     c1, c8 = runs
-    # one request at a time: never more than one running (on a fast host vLLM's gauge can read 0 at
-    # every sample of a 4 s run of half-second requests, so "== 1" failed there)
-    assert _engine(c1)["requests_running"]["max"] <= 1
-    assert 2 <= _engine(c8)["requests_running"]["max"] <= 8
+    # the gauges, where a sample landed while requests ran: never more running than the load point
+    # offers. On a 2-core host the server can answer no /metrics sample of a 1 s load point while it
+    # runs (CI, stop 41: every c=8 sample read 0 running; 256-token outputs here left /metrics
+    # unanswered for 2 s and pushed c=1's first tokens to the end of their requests): the summary
+    # must then say so and leave the gauges unknown, not report the idle readings as the load's.
+    for run, most in ((c1, 1), (c8, 8)):
+        eng = _engine(run)
+        timeline = [(p["t_s"], p["running"], p["waiting"]) for p in run.metadata.get("server_timeline", [])]
+        if eng["gauges_missed_load"]:
+            assert eng["requests_running"]["max"] is None and eng["kv_cache_usage_pct"]["max"] is None, eng
+            print(f"c={most}: no /metrics sample landed while requests ran: {timeline}")
+        else:
+            assert 1 <= eng["requests_running"]["max"] <= most, timeline
     # physics of long prompts: at c=8 a new request's prefill waits behind the others'. Against c=1's
     # median, not its p90: one of 8 requests slowed by the host's other work made c=1's p90 399 ms
     # beside a 240 ms mean, and the check failed under load (session 22) though c=8's mean was 1.9x
     assert c8.ttft_ms.mean > 1.5 * c1.ttft_ms.mean and c8.ttft_ms.max > 2 * c1.ttft_ms.median
-    assert _engine(c8)["requests_waiting"]["max"] >= 1
-    assert _engine(c8)["kv_cache_usage_pct"]["max"] < 50  # 8 x 2064 tokens of a cache of 262,144 tokens (float32) or more
+    # the wait itself, from the server's queue-time histogram (a counter: no sample can miss it; the
+    # waiting gauge is above 0 for only a few tenths of a second while the eight prefills are admitted)
+    assert _engine(c8)["queue_time_s"]["avg"] > max(0.02, 2 * (_engine(c1)["queue_time_s"]["avg"] or 0.0))
+    assert (_engine(c8)["kv_cache_usage_pct"]["max"] or 0) < 50  # 8 x 2064 tokens of a cache of 262,144 tokens (float32) or more
 
 
 def test_ask_names_the_long_input_causes_the_data_shows(long_input_result):
@@ -88,8 +99,12 @@ def test_ask_names_the_long_input_causes_the_data_shows(long_input_result):
                         f"Why does TTFT grow so much from 1 to 8 concurrent requests with {INPUT_LEN}-token prompts?")
     causes = [f["cause"] for f in data["findings"]]
     assert "chunked_prefill_interference" in causes[:3] or "prefill_compute" in causes[:3], causes
+    # the server's own figures stand behind queueing: its queue-time share of TTFT (a histogram, which
+    # no sampling can miss) or the waiting gauge where a sample caught it
     queueing = next(f for f in data["findings"] if f["cause"] == "queueing")
-    assert any(str(e["label"].get("args", {}).get("metric", "")).startswith("vllm:num_requests_waiting") for e in queueing["evidence"])
+    server_seen = [e["label"] for e in queueing["evidence"] if e["kind"] == "measured"
+                   and (e["label"]["id"] == "ev.queue_share" or str(e["label"].get("args", {}).get("metric", "")).startswith("vllm:num_requests_waiting"))]
+    assert server_seen, queueing["evidence"]
     # KV usage stayed low: the queue is not KV-bound. The ranker may still list a cause from the
     # question's words alone, but nothing measured may stand behind KV capacity or preemption.
     for f in data["findings"]:

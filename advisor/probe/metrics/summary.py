@@ -98,6 +98,8 @@ def _summarize_group(
         out[key] = value
         out[f"{key}_per_s"] = per_s(value)
 
+    _drop_gauges_that_missed_the_load(out, duration_s)
+
     queries = counter("vllm:prefix_cache_queries")
     hits = counter("vllm:prefix_cache_hits")
     out["prefix_cache_queries_tokens"] = queries
@@ -123,6 +125,27 @@ def _summarize_group(
     for family, key in LATENCY_HISTOGRAMS.items():
         out[key] = _histogram(series(family))
     return out
+
+
+#: the gauges that only say something when a sample lands while requests run
+LOAD_GAUGES = ("requests_running", "requests_waiting", "kv_cache_usage_pct", "requests_waiting_for_capacity")
+
+
+def _drop_gauges_that_missed_the_load(out: dict[str, Any], duration_s: float | None) -> None:
+    """Set the load gauges to unknown when the counters show work but no sample saw a request running.
+
+    WHY: a gauge is read only at the instants /metrics is sampled. A short run between two samples,
+    or a server too busy to answer /metrics while it runs (CI's 2-core host answered none of a 1 s
+    load point's samples, stop 41), leaves only idle readings: "0 running, 0 waiting" would then be
+    taken as measured. The counters and histograms, which no sampling misses, still stand."""
+    out["gauges_missed_load"] = False
+    worked = (out.get("prompt_tokens") or 0) > 0 or (out.get("generation_tokens") or 0) > 0
+    if not duration_s or not worked or (out["requests_running"] or {}).get("max") != 0:
+        return
+    for key in LOAD_GAUGES:
+        if out.get(key) is not None:
+            out[key] = _gauge([])
+    out["gauges_missed_load"] = True
 
 
 def _gauge(found: list[SeriesWindow], scale: float = 1.0) -> dict[str, float | None]:
