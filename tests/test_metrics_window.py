@@ -90,6 +90,22 @@ def test_a03_histograms_and_summary(fixtures_dir: Path) -> None:
     assert [engine[k]["max"] for k in ("requests_running", "requests_waiting", "kv_cache_usage_pct")] == [None, None, None]
 
 
+def test_one_busy_reading_keeps_every_gauge(fixtures_dir: Path) -> None:
+    """A sample that read requests waiting landed on a busy server, even with 0 running (a real-vLLM
+    run under KV pressure read 0 running and 7 waiting for capacity): nothing is set aside then."""
+    from vllm_advisor.probe.metrics import parse_metrics_text
+
+    before, after, result = PAIRS["A_03"]
+    text = (fixtures_dir / CPU / "metrics" / after).read_text()
+    line = 'vllm:num_requests_waiting{engine="0",model_name="tiny-qwen2"} 0.0'
+    assert line in text
+    busy = parse_metrics_text(text.replace(line, line[:-3] + "7.0"), "busy", timestamp=1003.0)
+    window = compute_window([_snap(fixtures_dir, before, 1000.0), busy, _snap(fixtures_dir, after, 1006.0)])
+    [engine] = summarize_window(window)["engines"]
+    assert engine["gauges_missed_load"] is False
+    assert engine["requests_waiting"]["max"] == 7.0 and engine["requests_running"]["max"] == 0.0
+
+
 def test_seed0_runs_hit_the_prefix_cache(fixtures_dir: Path) -> None:
     """A_01 -> A_02 spans the seed-0 runs that repeat prompts: 184,448 of 386,334 prompt tokens were
     prefix-cache hits on the whole server (README), all of them in this stretch."""

@@ -137,10 +137,14 @@ def _drop_gauges_that_missed_the_load(out: dict[str, Any], duration_s: float | N
     WHY: a gauge is read only at the instants /metrics is sampled. A short run between two samples,
     or a server too busy to answer /metrics while it runs (CI's 2-core host answered none of a 1 s
     load point's samples, stop 41), leaves only idle readings: "0 running, 0 waiting" would then be
-    taken as measured. The counters and histograms, which no sampling misses, still stand."""
+    taken as measured. The counters and histograms, which no sampling misses, still stand. Any load
+    gauge above 0 means a sample did land on a busy server (a real-vLLM run under KV pressure read 0
+    running and 7 waiting for capacity): then every reading is kept."""
     out["gauges_missed_load"] = False
     worked = (out.get("prompt_tokens") or 0) > 0 or (out.get("generation_tokens") or 0) > 0
     if not duration_s or not worked or (out["requests_running"] or {}).get("max") != 0:
+        return
+    if any((out.get(key) or {}).get("max") for key in LOAD_GAUGES):
         return
     for key in LOAD_GAUGES:
         if out.get(key) is not None:
