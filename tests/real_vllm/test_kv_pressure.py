@@ -36,9 +36,16 @@ def test_kv_pressure_is_diagnosed_from_live_metrics(pressure_server, tmp_path):
     run = load_runs(out)[0]
     assert run.completed == 10 and not run.failed_checks()
     eng = summarize_window(run.server_metrics)["engines"][0]
+    assert eng["preemptions"] >= 1  # a counter: no sampling misses it
+    if eng["gauges_missed_load"]:
+        # a server too busy to answer /metrics while it ran (seen on a loaded 2-core host): the gauges
+        # are unknown and the answer says so; only the counters and histograms can speak
+        data = advisor_json("ask", "--attach", str(out), "--no-log", f"TTFT is several seconds with 8 concurrent {INPUT_LEN}-token requests; why?")
+        assert "preemption" in [f["cause"] for f in data["findings"]][:3]
+        assert any("/metrics samples landed while requests ran" in n for n in data["notes"]), data["notes"]
+        pytest.skip("no /metrics sample landed while requests ran: the KV gauges could not be checked")
     assert eng["requests_running"]["max"] <= 3  # 4,096 tokens hold two 2,000-token prompts
     assert eng["requests_waiting"]["max"] >= 4
-    assert eng["preemptions"] >= 1
 
     data = advisor_json("ask", "--attach", str(out), "--no-log",
                         f"TTFT is several seconds with 8 concurrent {INPUT_LEN}-token requests; why?")
