@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..schema import Evidence, Msg
+from ..schema import Evidence, Msg, Recommendation
 from ..schema.message import msg, q
 from .board import Board
 from .inputs import DiagnosisInputs
@@ -163,7 +163,8 @@ def _bench_runs(inputs: DiagnosisInputs, board: Board) -> None:
         src = run.source.split("/")[-1]
         if run.failed:
             board.add("benchmark_methodology", 0.5, _file(msg("ev.failed"), float(run.failed), where=src, load=run.load_label))
-        if run.itl_ms and run.itl_ms.pct(99) and run.itl_ms.median and run.itl_ms.pct(99) > 5 * run.itl_ms.median:
+        held = _stream_held(board, run, src)
+        if not held and run.itl_ms and run.itl_ms.pct(99) and run.itl_ms.median and run.itl_ms.pct(99) > 5 * run.itl_ms.median:
             p99, p50 = run.itl_ms.pct(99), run.itl_ms.median
             board.add(
                 "chunked_prefill_interference",
@@ -174,6 +175,34 @@ def _bench_runs(inputs: DiagnosisInputs, board: Board) -> None:
             board.add("queueing", 1.0, _file(msg("ev.request_rate"), "inf", detail=msg("detail.all_at_once"), where=src))
         if any("prefix" in note.lower() or "seed" in note.lower() for note in run.notes):
             board.add("prefix_cache", 1.0, _file(msg("ev.loader_prefix_note"), where=src))
+
+
+#: A run's chunks count as held when at least this share of its gaps is shorter than any engine step
+#: (StreamDelivery), over at least MIN_STREAM_GAPS gaps. Half: other people's GPU runs have none, and a
+#: stream held only now and then (a busy moment) still times the engine for most of its tokens.
+HELD_SHARE = 0.5
+MIN_STREAM_GAPS = 20
+
+#: Where chunks are held: the direct measurement that tells proxy from API server, and nginx's fix.
+STREAM_HELD_REC = Recommendation(
+    change=msg("rec.stream_held"),
+    flag="proxy_buffering off; proxy_http_version 1.1;",
+    verify="vllm-advisor probe bench http://VLLM_HOST:8000 --concurrency 1 --num-prompts 8",
+)
+
+
+def _stream_held(board: Board, run, src: str) -> bool:
+    """Chunks released together (proxy buffering or a starved API server): True when found.
+
+    Its ITL is then no step time: the ITL-spread check (chunked prefill) is skipped for the run."""
+    sd = run.stream_delivery
+    if sd is None or sd.gaps < MIN_STREAM_GAPS or sd.held_share < HELD_SHARE:
+        return False
+    ev = _file(msg("ev.stream_held", below=q(sd.held_below_ms, "ms")), float(round(100 * sd.held_share)), "%",
+               msg("detail.stream_held", held=sd.held_gaps, gaps=sd.gaps), where=src, load=run.load_label)
+    board.add("cpu_frontend", 1.5, ev, recommendation=STREAM_HELD_REC.model_copy(deep=True))
+    board.add("benchmark_methodology", 1.0, ev)
+    return True
 
 
 def _metrics(inputs: DiagnosisInputs, board: Board) -> None:

@@ -4,7 +4,7 @@ These types are defined once here and reused by the probe, the performance model
 and the chat; no module re-parses another's input.
 """
 
-from .bench import BenchmarkRun, ConsistencyCheck, Distribution, ServerView
+from .bench import BenchmarkRun, ConsistencyCheck, Distribution, ServerView, StreamDelivery
 from .case import CaseFile, CaseReport, LatencyFigures, Observation, Workload
 from .cause_ids import CAUSE_IDS, CauseId
 from .deployment import Deployment, EngineArgs
@@ -45,6 +45,7 @@ __all__ = [
     "SeriesWindow",
     "ServerLogInfo",
     "ServerView",
+    "StreamDelivery",
     "ServerStatsLine",
     "SimilarReport",
     "StatedFacts",

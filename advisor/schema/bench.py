@@ -109,6 +109,26 @@ class ConsistencyCheck(BaseModel):
         return cls(field=field, stated=stated, computed=computed, rel_diff=rel, ok=ok)
 
 
+class StreamDelivery(BaseModel):
+    """How the streamed chunks reached the client: how many of the gaps between them were shorter
+    than any engine step (read from per-request chunk gaps, ``itls``).
+
+    WHY: vLLM sends a chunk per engine step, and a step of a served model takes milliseconds. Gaps
+    far below that mean the chunks were held somewhere and released together: a proxy or gateway
+    buffering the event stream, or an API server too busy to send each step. TTFT then includes the
+    holding time and ITL is squeezed, so neither times the engine."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    gaps: int = Field(description="gaps between consecutive chunks of the successful requests")
+    held_gaps: int = Field(description="of those, gaps shorter than held_below_ms")
+    held_below_ms: float = Field(description="the gap no engine step is short enough to explain, ms")
+
+    @property
+    def held_share(self) -> float:
+        return self.held_gaps / self.gaps if self.gaps else 0.0
+
+
 class ServerView(BaseModel):
     """What the server does during a load point as the performance model simulates it: requests
     running and waiting (time-weighted), KV usage, preemptions and the engine steps. Typed here so
@@ -167,6 +187,7 @@ class BenchmarkRun(BaseModel):
     request_decode_tok_s: Distribution | None = None
     request_output_tok_s: Distribution | None = None
     client_queue_ms: Distribution | None = None
+    stream_delivery: StreamDelivery | None = Field(None, description="how the chunks reached the client, where per-request gaps are known")
 
     output_throughput_tok_s: float | None = None
     total_throughput_tok_s: float | None = None

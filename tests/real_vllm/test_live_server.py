@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from vllm_advisor.diagnosis.measured import HELD_SHARE
 from vllm_advisor.probe.bench import load_runs
 from vllm_advisor.probe.metrics import summarize_window
 
@@ -98,7 +99,15 @@ def test_ask_names_the_long_input_causes_the_data_shows(long_input_result):
     data = advisor_json("ask", "--attach", str(out), "--no-log",
                         f"Why does TTFT grow so much from 1 to 8 concurrent requests with {INPUT_LEN}-token prompts?")
     causes = [f["cause"] for f in data["findings"]]
-    assert "chunked_prefill_interference" in causes[:3] or "prefill_compute" in causes[:3], causes
+    physics = {"chunked_prefill_interference", "prefill_compute"}
+    if any(r.stream_delivery.held_share >= HELD_SHARE for r in load_runs(out)):
+        # this 2-core host's API server starves beside the engine and releases chunks together (76-93%
+        # of the c=1 gaps under 0.2 ms here, 100% with the host loaded), so the client's TTFT holds part
+        # of the decode: the answer must say so first, and still list the prefill physics
+        assert {"cpu_frontend", "benchmark_methodology"} & set(causes[:3]), causes
+        assert physics & set(causes[:4]), causes
+    else:
+        assert physics & set(causes[:3]), causes
     # the server's own figures stand behind queueing: its queue-time share of TTFT (a histogram, which
     # no sampling can miss) or the waiting gauge where a sample caught it
     queueing = next(f for f in data["findings"] if f["cause"] == "queueing")

@@ -168,6 +168,7 @@ def _apply_per_request_data(run: BenchmarkRun, arrays: RequestArrays, stated: di
         setattr(run, field_name, computed)
     run.request_decode_tok_s = summary.request_decode_tok_s
     run.request_output_tok_s = summary.request_output_tok_s
+    run.stream_delivery = summary.stream_delivery
     run.input_len = summary.input_len
     run.output_len = summary.output_len
 
