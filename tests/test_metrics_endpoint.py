@@ -341,11 +341,13 @@ def test_watch_survives_a_failing_scrape(fixtures_dir: Path) -> None:
     def second_fails(handler, n):
         return (500, "text/plain", b"oops") if n == 2 else (200, PROM, body)
 
+    # slots 0.5 s apart: at 0.2 s a loaded machine (a fresh clone's suite beside other work) took longer
+    # than the whole 0.4 s watch over its first scrape, and the watch ended after one sample
     with serve({"/metrics": second_fails}) as (base, hits, _):
-        snaps = watch(base, duration=0.4, interval=0.2, out_path=None, retries=0, timeout=0.5)
+        snaps = watch(base, duration=1.0, interval=0.5, out_path=None, retries=0, timeout=0.5)
         assert hits["/metrics"] == 3
     assert len(snaps) == 2
-    assert snaps[1].notes == ["sample at +0.2 s failed: HTTP 500"]
+    assert snaps[1].notes == ["sample at +0.5 s failed: HTTP 500"]
 
 
 def test_watch_all_failing_raises() -> None:
