@@ -1,6 +1,6 @@
 """Shared by the knowledge-base tests: one embedding model per session, two real indexes per session.
 
-* The subset index (the 33 cards + the vLLM 0.34.0 docs pages the retrieval questions expect, plus
+* The subset index (the 34 cards + the vLLM 0.34.0 docs pages the retrieval questions expect, plus
   every 12th other page as distractors: ~40 pages) runs in the default test run.
 * The full index (the cards + all 248 pages, ~3,700 chunks, a minute or more of embedding on two
   CPU cores) runs in the slow run (``-m slow``, ``make test-slow``, CI): tests take it through the
@@ -26,7 +26,7 @@ QUESTIONS = REPO / "tests" / "data" / "retrieval_questions.yaml"
 class MemoEmbedder(SentenceTransformerEmbedder):
     """The real model, with each distinct text encoded once per session.
 
-    Every small test index starts by indexing the 33 packaged cards (178 chunks); without the memo
+    Every small test index starts by indexing the 34 packaged cards (183 chunks); without the memo
     each test would re-encode them. ``texts_encoded`` still counts only texts that reach the model,
     so the tests that prove incrementality measure exactly what they did before.
     """

@@ -41,7 +41,7 @@ PAGES = (
     "configuration/conserving_memory.md",
 )
 DOCS_VERSION = "0.34.0"
-CARD_CHUNKS = 178  # the 33 packaged cards
+CARD_CHUNKS = 183  # the 34 packaged cards
 DOC_CHUNKS = 94  # the four pages above, heading by heading
 #: Real questions and a document each must find among its first three results (in both stores).
 QUERIES = {

@@ -36,7 +36,7 @@ def _docs_folder(variant: str) -> Path:
 def test_full_build_counts(full):
     _, kb, reports, variant = full
     cards, docs = reports[0], reports[-1]
-    assert (cards.source, cards.documents, cards.chunks) == ("cards", 33, 178)
+    assert (cards.source, cards.documents, cards.chunks) == ("cards", 34, 183)
     pages = 248 if variant == "full" else len(subset_pages())
     assert (docs.source, docs.documents) == ("vllm-docs", pages)
     assert docs.embedded == docs.chunks
@@ -47,7 +47,7 @@ def test_full_build_counts(full):
     status = kb.status()
     by_source = {s.source: s for s in status.sources}
     assert status.health == "ok" and status.embedding_model == "all-MiniLM-L6-v2"
-    assert by_source["cards"].documents == 33 and by_source["cards"].versions == []
+    assert by_source["cards"].documents == 34 and by_source["cards"].versions == []
     # In the full corpus 247 pages have chunks: getting_started/installation/device.template.md is headings only.
     assert (by_source["vllm-docs"].documents, by_source["vllm-docs"].versions) == (pages - (variant == "full"), ["0.34.0"])
     assert by_source["vllm-docs"].path == str(_docs_folder(variant).resolve())
@@ -138,7 +138,7 @@ def test_cli_search_and_status_json(full):
     assert set(data["results"][0]) >= {"title", "url", "heading", "snippet", "kind", "version", "doc_id", "chunk_id", "score"}
     run = CliRunner().invoke(cli, ["kb", "status", "--kb-dir", str(kb_dir), "--json"])
     status = json.loads(run.stdout)
-    assert {s["source"]: s["chunks"] for s in status["sources"]} == {"cards": 178, "vllm-docs": reports[-1].chunks}
+    assert {s["source"]: s["chunks"] for s in status["sources"]} == {"cards": 183, "vllm-docs": reports[-1].chunks}
     run = CliRunner().invoke(cli, ["kb", "search", "prefix caching", "--kb-dir", str(kb_dir)])
     assert run.exit_code == 0 and "https://docs.vllm.ai/en/latest/" in run.output
 

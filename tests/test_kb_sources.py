@@ -30,7 +30,7 @@ def docs(docs_dir: Path):
 
 def test_cards_load_with_their_front_matter():
     cards = {c.doc_id: c for c in load_cards()}
-    assert len(cards) == 33
+    assert len(cards) == 34
     card = cards["card:kv-capacity-long-prompts"]
     assert card.kind == "card"
     assert card.title == "How many long requests fit: KV bytes per token and the 'Maximum concurrency' line"

@@ -200,7 +200,7 @@ def _stream_held(board: Board, run, src: str) -> bool:
         return False
     ev = _file(msg("ev.stream_held", below=q(sd.held_below_ms, "ms")), float(round(100 * sd.held_share)), "%",
                msg("detail.stream_held", held=sd.held_gaps, gaps=sd.gaps), where=src, load=run.load_label)
-    board.add("cpu_frontend", 1.5, ev, recommendation=STREAM_HELD_REC.model_copy(deep=True))
+    board.add("cpu_frontend", 1.5, ev, reason=msg("reason.stream_held"), recommendation=STREAM_HELD_REC.model_copy(deep=True))
     board.add("benchmark_methodology", 1.0, ev)
     return True
 
