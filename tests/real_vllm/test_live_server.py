@@ -84,10 +84,13 @@ def test_probe_bench_measures_exact_lengths_and_samples_the_server(long_input_re
             print(f"c={most}: no /metrics sample landed while requests ran: {timeline}")
         else:
             assert 1 <= eng["requests_running"]["max"] <= most, timeline
-    # physics of long prompts: at c=8 a new request's prefill waits behind the others'. Against c=1's
-    # median, not its p90: one of 8 requests slowed by the host's other work made c=1's p90 399 ms
-    # beside a 240 ms mean, and the check failed under load (session 22) though c=8's mean was 1.9x
-    assert c8.ttft_ms.mean > 1.5 * c1.ttft_ms.mean and c8.ttft_ms.max > 2 * c1.ttft_ms.median
+    # physics of long prompts: at c=8 a new request's prefill waits behind the others'. Read from the
+    # server's TTFT histogram and the client's E2E: on this 2-core host the API server holds streamed
+    # chunks (StreamDelivery: 40-100% of c=1's gaps under 0.2 ms in seven runs), so the client's c=1 TTFT
+    # holds part of the decode (means 115-473 ms against the server's 86-119 ms) and its c=8 / c=1 ratio
+    # ran 1.45-3.6 (1.45 failed the old 1.5x check); the server's ran 3.3-4.1, E2E's 2.6-3.3
+    assert _engine(c8)["ttft_s"]["avg"] > 2 * _engine(c1)["ttft_s"]["avg"]
+    assert c8.e2e_ms.mean > 2 * c1.e2e_ms.mean
     # the wait itself, from the server's queue-time histogram (a counter: no sample can miss it; the
     # waiting gauge is above 0 for only a few tenths of a second while the eight prefills are admitted)
     assert _engine(c8)["queue_time_s"]["avg"] > max(0.02, 2 * (_engine(c1)["queue_time_s"]["avg"] or 0.0))
