@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import math
 
-from ..schema import Evidence, Msg, Recommendation
+from ..schema import BenchmarkRun, Evidence, Msg, Recommendation
 from ..schema.message import msg, q
 from .board import Board
 from .inputs import DiagnosisInputs
@@ -191,7 +191,7 @@ STREAM_HELD_REC = Recommendation(
 )
 
 
-def _stream_held(board: Board, run, src: str) -> bool:
+def _stream_held(board: Board, run: BenchmarkRun, src: str) -> bool:
     """Chunks released together (proxy buffering or a starved API server): True when found.
 
     Its ITL is then no step time: the ITL-spread check (chunked prefill) is skipped for the run."""

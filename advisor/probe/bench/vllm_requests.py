@@ -185,8 +185,8 @@ def summarize_requests(
 #: A gap between two streamed chunks shorter than this is no engine step's (0.2 ms). vLLM sends a chunk
 #: per step, and a decode step of a served model takes milliseconds; such gaps are chunks held and
 #: released together. Real GPU runs of other people (vllm bench serve, Llama-3.3-70B and DeepSeek-V2.5,
-#: 42,000 gaps a file) have none; our 2-core CPU harness, whose API server starves beside the engine,
-#: has 6-32% at one request at a time and 76-100% with the host loaded.
+#: 42,000 gaps a file) have none; the CPU runs in shared/fixtures (vllm-cpu-real) 6-32% at one request
+#: at a time; the real-vLLM harness on our 2-core host, whose API server starves beside the engine, 40-100%.
 HELD_GAP_S = 2e-4
 
 #: Tokens per streamed chunk from which the gaps a client times stop being gaps between tokens.
