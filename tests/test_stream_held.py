@@ -22,6 +22,7 @@ from vllm_advisor.probe.bench import load_runs
 SHARED = Path(__file__).resolve().parents[2] / "shared" / "fixtures"
 GPU_FILES = sorted((SHARED / "real-bench" / "vllm-bench").glob("llm-k8s_*_detailed.json"))
 CPU_C1 = SHARED / "vllm-cpu-real" / "results" / "compiled" / "bench_in1024_out64_c1_n32_seed101.json"
+GENAI_PERF = SHARED / "real-bench" / "genai-perf" / "k8s-dev_vllm_gpt-oss-20b_c1_profile_export_genai_perf.json"
 QUESTION = "Why is TTFT so high and why is ITL so uneven?"
 
 
@@ -87,3 +88,29 @@ def test_the_direct_run_names_no_held_stream() -> None:
     src = SHARED / "real-bench" / "vllm-bench" / "llm-k8s_llama33-70b_tp8_qps04_vllm083_detailed.json"
     d = diagnose(gather(question=QUESTION, attachments=[src]))
     assert not any(_held_evidence(d).values())
+
+
+def _genai_perf_through_proxy(dst: Path) -> Path:
+    """A streamed genai-perf run (gpt-oss-20b on vLLM, c=1) as it reads behind a buffering proxy: the
+    first chunk comes when the answer is complete, so TTFT takes the request latency and the per-request
+    inter-token latency, (latency - TTFT) / (tokens - 1), falls to about 20 us."""
+    data = json.loads(GENAI_PERF.read_text())
+    stats = ("avg", "min", "max", "p1", "p5", "p10", "p25", "p50", "p75", "p90", "p95", "p99")
+    data["time_to_first_token"] = {**data["request_latency"], "unit": "ms"}
+    data["inter_token_latency"] = {"unit": "ms", **{k: 0.02 for k in stats}, "std": 0.0}
+    dst.write_text(json.dumps(data))
+    return dst
+
+
+def test_a_summary_with_an_inter_token_latency_under_any_step_is_held(tmp_path: Path) -> None:
+    """No per-request gaps (a genai-perf summary): the per-request inter-token latency's median says it."""
+    [direct] = load_runs(GENAI_PERF)
+    assert direct.streaming is True and direct.stream_delivery is None and direct.tpot_ms.median > 7
+    assert not any(_held_evidence(diagnose(gather(question=QUESTION, attachments=[GENAI_PERF]))).values())
+
+    held_file = _genai_perf_through_proxy(tmp_path / "via-proxy_genai_perf.json")
+    d = diagnose(gather(question=QUESTION, attachments=[held_file]))
+    found = {f.cause: [e for e in f.evidence if e.label.id == "ev.p50_below_step"] for f in d.findings}
+    assert found.get("cpu_frontend") and found.get("benchmark_methodology"), found
+    [ev] = found["cpu_frontend"]
+    assert (ev.kind, ev.value, ev.unit, ev.label.args["figure"]) == ("measured", 0.02, "ms", "TPOT")

@@ -109,6 +109,14 @@ class ConsistencyCheck(BaseModel):
         return cls(field=field, stated=stated, computed=computed, rel_diff=rel, ok=ok)
 
 
+#: A gap between two streamed chunks shorter than this is no engine step's (ms). vLLM sends a chunk per
+#: step, and a decode step of a served model takes milliseconds; such gaps are chunks held and released
+#: together. Real GPU runs of other people (vllm bench serve, Llama-3.3-70B and DeepSeek-V2.5, 42,000
+#: gaps a file) have none; the CPU runs in shared/fixtures (vllm-cpu-real) 6-32% at one request at a
+#: time; the real-vLLM harness on our 2-core host, whose API server starves beside the engine, 40-100%.
+HELD_GAP_MS = 0.2
+
+
 class StreamDelivery(BaseModel):
     """How the streamed chunks reached the client: how many of the gaps between them were shorter
     than any engine step (read from per-request chunk gaps, ``itls``).

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ...schema import ConsistencyCheck, Distribution, StreamDelivery
-from ...schema.bench import STANDARD_PERCENTILES
+from ...schema.bench import HELD_GAP_MS, STANDARD_PERCENTILES
 from .fields import FieldReader
 
 
@@ -152,7 +152,7 @@ def summarize_requests(
         gaps = arrays.itl_values_s[gap_ok]
         summary.itl_ms = Distribution.from_samples(gaps * 1000.0, "ms", pcts("itl"))
         if gaps.size:
-            summary.stream_delivery = StreamDelivery(gaps=int(gaps.size), held_gaps=int((gaps < HELD_GAP_S).sum()), held_below_ms=HELD_GAP_S * 1e3)
+            summary.stream_delivery = StreamDelivery(gaps=int(gaps.size), held_gaps=int((gaps < HELD_GAP_S).sum()), held_below_ms=HELD_GAP_MS)
     if arrays.queue_times_s is not None:
         summary.client_queue_ms = Distribution.from_samples(
             arrays.queue_times_s[ok] * 1000.0, "ms", pcts("client_queue_time")
@@ -182,12 +182,8 @@ def summarize_requests(
     return summary
 
 
-#: A gap between two streamed chunks shorter than this is no engine step's (0.2 ms). vLLM sends a chunk
-#: per step, and a decode step of a served model takes milliseconds; such gaps are chunks held and
-#: released together. Real GPU runs of other people (vllm bench serve, Llama-3.3-70B and DeepSeek-V2.5,
-#: 42,000 gaps a file) have none; the CPU runs in shared/fixtures (vllm-cpu-real) 6-32% at one request
-#: at a time; the real-vLLM harness on our 2-core host, whose API server starves beside the engine, 40-100%.
-HELD_GAP_S = 2e-4
+#: HELD_GAP_MS in seconds: gaps shorter than any engine step (schema.bench)
+HELD_GAP_S = HELD_GAP_MS / 1e3
 
 #: Tokens per streamed chunk from which the gaps a client times stop being gaps between tokens.
 MERGED_TOKENS_PER_CHUNK = 1.5
