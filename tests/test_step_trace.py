@@ -58,7 +58,7 @@ def test_windows_drop_stretches_the_stream_did_not_show_step_by_step():
 @functools.cache
 def _windows(path: Path) -> tuple:
     """One server's step windows (engine, cost plan, measured seconds), read once for every term set."""
-    return fit_vllm_costs.step_windows([path])[0]
+    return fit_vllm_costs.step_windows({path: read_results(path)})[0]
 
 
 def _window_ratios(path: Path, eff: Efficiency) -> tuple[np.ndarray, np.ndarray]:

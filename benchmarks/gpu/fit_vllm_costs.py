@@ -99,27 +99,34 @@ def params_to_eff(x: np.ndarray) -> Efficiency:
     )
 
 
-def card_of(path: Path) -> str:
-    """The card a results file ran on, without the vendor's prefix ("H100 80GB HBM3")."""
-    return card_name(read_results(path)).replace("NVIDIA ", "") or "?"
+def eff_to_params(eff: Efficiency) -> np.ndarray:
+    """The optimiser's vector for ``eff``'s engine terms (params_to_eff's inverse): factors as logs."""
+    return np.array([math.log(eff.decode_graph_factor), math.log(eff.mixed_step_factor), eff.step_overhead_ms, eff.per_seq_overhead_us,
+                     eff.prefill_request_overhead_ms, eff.intake_delay_ms, math.log(eff.moe_compute_factor), math.log(eff.moe_memory_factor)])
 
 
-def fit_files(runs: Path, fit_runs) -> list[Path]:
-    """The results files of the servers ``split.json`` names for fitting."""
-    return [f for f in find_result_files(runs) if read_results(f)["plan"]["name"] in fit_runs]
+def card_of(result: dict) -> str:
+    """The card a run's results name, without the vendor's prefix ("H100 80GB HBM3")."""
+    return card_name(result).replace("NVIDIA ", "") or "?"
 
 
-def step_windows(files: list[Path]) -> list[tuple]:
-    """Per fit server: (engine model, cost plan of its windows' steps, measured seconds per window),
-    the windows read back from the clients' token times (step_trace.py)."""
+def fit_files(runs: Path, fit_runs) -> dict[Path, dict]:
+    """The results of the servers ``split.json`` names for fitting, by file: each file read once here
+    and kept (the loss re-validates them hundreds of times; the step windows and the catalog read them)."""
+    results = {f: read_results(f) for f in find_result_files(runs)}
+    return {f: r for f, r in results.items() if r["plan"]["name"] in fit_runs}
+
+
+def step_windows(results: dict[Path, dict]) -> list[tuple]:
+    """Per fit server (``fit_files``' results by file): (engine model, cost plan of its windows' steps,
+    measured seconds per window), the windows read back from the clients' token times (step_trace.py)."""
     from step_trace import windows_of
 
     from vllm_advisor.perf.predict import build_engine_model
     from vllm_advisor.perf.validation import deployment_of
 
     out = []
-    for f in files:
-        result = read_results(f)
+    for f, result in results.items():
         dep, args = deployment_of(result, f)
         points = [p for p in result["points"] if p.get("requests") and not p.get("skipped")]
         engine = build_engine_model(dep, args, needed_model_len=max(p["spec"]["input_len"] + p["spec"]["output_len"] for p in points))
@@ -173,8 +180,8 @@ def main() -> None:
     fit_runs, rule = split.fit, split.rule
     if not fit_runs:
         raise SystemExit(f"{args.runs}: no split.json with fit runs")
-    files = fit_files(args.runs, fit_runs)
-    results = {f: read_results(f) for f in files}  # read once: the optimiser evaluates the loss hundreds of times
+    results = fit_files(args.runs, fit_runs)
+    files = list(results)
 
     def loss(x: np.ndarray, figs: tuple[str, ...]) -> float:
         eff = params_to_eff(x)
@@ -194,15 +201,12 @@ def main() -> None:
     shipped = Efficiency()
     x = np.array([math.log(0.7), math.log(1.15), 0.9, 20.0, 3.0, 20.0, math.log(shipped.moe_compute_factor), math.log(shipped.moe_memory_factor)])
     if args.stages == "decode":  # stage A from the first fit's values (so a rerun gives the same fit); B's terms stay as shipped
-        first = FIRST_FIT
-        x = np.array([math.log(first["decode_graph_factor"]), math.log(shipped.mixed_step_factor), first["step_overhead_ms"], first["per_seq_overhead_us"],
-                      shipped.prefill_request_overhead_ms, shipped.intake_delay_ms, math.log(shipped.moe_compute_factor), math.log(shipped.moe_memory_factor)])
+        x = eff_to_params(shipped.model_copy(update=FIRST_FIT))
     t = time.time()
     print(f"shipped-before loss (all figures) {loss(np.array([0.0, 0.0, 2.0, 10.0, 0.0, 0.0, 0.0, 0.0]), FIGS):.4f}")
     nfev = 0
     if args.stages in ("mixed", "moe"):
-        x = np.array([math.log(shipped.decode_graph_factor), math.log(shipped.mixed_step_factor), shipped.step_overhead_ms, shipped.per_seq_overhead_us,
-                      shipped.prefill_request_overhead_ms, shipped.intake_delay_ms, math.log(shipped.moe_compute_factor), math.log(shipped.moe_memory_factor)])
+        x = eff_to_params(shipped)
     if args.stages == "moe":
         if not split.moe_fit:
             raise SystemExit(f"{args.runs}: split.json names no moe_fit servers")
@@ -213,7 +217,7 @@ def main() -> None:
         nfev += m.nfev
         print(f"  step loss {m.fun:.5f}: {params_to_eff(x).model_dump(include=set(ENGINE))}")
     if args.stages == "mixed":
-        windows = step_windows(files)
+        windows = step_windows(results)
         print(f"  {sum(len(m) for _, _, m in windows)} windows of {WINDOW} steps from {len(windows)} fit servers; step loss as shipped {mixed_loss(x[[1, 4]], windows):.5f}")
         m = minimize(lambda y: mixed_loss(y, windows), x[[1, 4]], method="Nelder-Mead", options={"xatol": 1e-4, "fatol": 1e-7, "maxiter": 400})
         x[[1, 4]] = m.x
@@ -248,10 +252,10 @@ def main() -> None:
         print(part, {k: f"{v * 100:.1f}%" for k, v in d.items()})
     if args.write:
         holdout = sorted({p.run for p in report.points if p.split == "holdout"})
-        first = read_results(files[0])
+        first = results[files[0]]
         doc = {
             "engine": f"vLLM {first['env'].get('vllm', '?')} (V1 scheduler, FA3, CUDA graphs, torch.compile; dummy weights)",
-            "gpu": ", ".join(sorted({card_of(f) for f in files}, reverse=True)),
+            "gpu": ", ".join(sorted({card_of(r) for r in results.values()}, reverse=True)),
             "measured_utc": first["env"].get("utc", "?"),
             "fitted": dt.date.today().isoformat(),
             "runs": str(args.runs),
