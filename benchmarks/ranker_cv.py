@@ -122,17 +122,15 @@ def facts_of(item) -> list[str]:
 
 
 def load_fitting_part():
-    from vllm_advisor.cases.fit import SHARED_DEV, build_index, evidence_for
+    from vllm_advisor.cases.fit import SHARED_DEV, embed_cases, evidence_for
     from vllm_advisor.cases.library import load_dev_cases, load_library
-    from vllm_advisor.diagnosis.semantic import embed_text
     from pathlib import Path
 
     cases = [c for c in [*load_library(), *load_dev_cases(SHARED_DEV)] if c.part == "fit"]
     evs = evidence_for(cases, Path("/tmp/vllm-advisor-case-evidence"))
+    index = embed_cases(cases, evs)  # as fit.py embeds them: centred by language on these reports
     for ev, c in zip(evs, cases):
-        ev.vector, ev.parts = embed_text(ev.text or c.case.question or "-")
         ev.facts = facts_of(c) if FACTS else []
-    index = build_index(cases, np.vstack([ev.vector for ev in evs]))
     for ev, c in zip(evs, cases):
         ENGINE_FAMILY[ev.id] = engine_family(c.case.deployment.engine, ev.text)
     return cases, evs, index
@@ -280,11 +278,11 @@ def run_variant(v: Variant, cases, evs, index, repeats: int):
         from vllm_advisor_knowledge.glossary import expand_query
 
         evs = [dataclasses.replace(ev, text=expand_query(ev.text).bm25_text) for ev in evs]
-    from vllm_advisor.cases.fit import build_index
+    from vllm_advisor.cases.fit import embed_cases
 
     semantic.symptom_sentences = _symptoms_reader(v.extra.get("symptoms"))
-    if v.extra.get("symptoms"):
-        index = build_index(cases, index.vectors)
+    if v.extra.get("symptoms"):  # the index again with these symptoms (the reports embedded anew)
+        index = embed_cases(cases, evs)
     out = np.zeros((repeats, 2))
     per_case = np.zeros((len(cases), 2))
     ids = [c.id for c in cases]

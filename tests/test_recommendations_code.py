@@ -150,18 +150,40 @@ def test_an_offline_run_is_not_told_to_add_api_servers():
     assert [r.flag for r in _finding(Hypothesis("cpu_frontend", score=1.0), served).recommendations] == ["--api-server-count 4"]
 
 
-@pytest.mark.parametrize(
-    ("case", "noted"),
-    # an Ascend report whose first finding is CUDA graphs (the verl rollout report of session 14 had its CUDA-graph
-    # change listed beside a version regression until session 25's refit put that finding below the co-acting line)
-    [("vllm-ascend-5739-piecewise-default-full-decode-only", True), ("vllm-ascend-4167-upgrade-matmul-tpot-regression", True), ("evalscope-1627-closed-loop-first-wave-ttft-p99", False)],
+#: Reports on other accelerators (Ascend, Gaudi) and one on NVIDIA's: which of their short answers list an
+#: NVIDIA-only change moves with each refit of the ranker (two chosen cases lost theirs in sessions 25 and 27),
+#: so the test holds the rule on all of them and asks only that both sides of it occur.
+PLATFORM_CASES = (
+    "vllm-ascend-5739-piecewise-default-full-decode-only",
+    "vllm-ascend-4167-upgrade-matmul-tpot-regression",
+    "vllm-ascend-6189-omni-prefill-graph-vs-eager",
+    "vllm-ascend-11593-qwen3vl-235b-a2-tutorial-config-no-graph",
+    "vllm-ascend-16049-max-num-seqs-12-eager-decode",
+    "opea-genaiexamples-1210-gaudi-enforce-eager-hpu-graphs",
+    "vllm-ascend-8126-qwen3-8b-c2-ttft-waiting",
+    "vllm-ascend-3269-ttft-regression-0102rc1",
 )
-def test_the_platform_note_stands_only_above_nvidia_changes(case, noted):
+
+
+def test_the_platform_note_stands_only_above_nvidia_changes():
     """The note that the deployment runs on another accelerator speaks of attention-backend, CUDA-graph
     and FP8 changes: it comes before a list with one (a CUDA-graph change on Ascend had none), and not
-    above a benchmark command, where it pointed at nothing (reviewers' finds, session 14)."""
-    md = _short_answer(case)
-    assert ("NVIDIA" in md) is noted, md
+    above a list without one, such as a benchmark command, where it pointed at nothing (reviewers'
+    finds, session 14). Held on each report; both sides must occur among them."""
+    from vllm_advisor import Session
+    from vllm_advisor.answer.embedded import _asked, _top_changes, nvidia_only
+    from vllm_advisor.answer.question import direct_reply
+
+    sides = set()
+    for case in PLATFORM_CASES:
+        result = Session(profile=CASES / f"{case}.yaml", kb=False).answer()
+        diagnosis = result.diagnosis
+        reply = direct_reply(_asked(result.inputs), diagnosis)
+        listed = any(nvidia_only(r) for _, r in _top_changes(diagnosis, reply.findings))
+        md = result.answer.markdown
+        assert ("NVIDIA" in md) is listed, (case, md)
+        sides.add(listed)
+    assert sides == {True, False}, "every report fell on one side of the rule: pick reports for the other"
 
 
 def test_an_engine_note_about_flags_stands_only_above_flags():

@@ -18,7 +18,7 @@ import functools
 import hashlib
 import json
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 import numpy as np
@@ -139,7 +139,10 @@ def board_of(ev: CaseEvidence):
 
 
 # -- the index and the features -------------------------------------------------------------------
-def build_index(cases: list[LibraryCase], vectors: np.ndarray):
+def build_index(cases: list[LibraryCase], vectors: np.ndarray, languages: list[str], centers: np.ndarray):
+    """The index of ``cases`` from their raw vectors and languages, every vector (the symptoms' too)
+    centred on its language's row of ``centers`` (semantic.language_centers)."""
+    from ..diagnosis.inputs import detect_language
     from ..diagnosis.semantic import CaseIndex, embed, symptom_sentences
 
     sentences, owners = [], []
@@ -147,15 +150,34 @@ def build_index(cases: list[LibraryCase], vectors: np.ndarray):
         for s in symptom_sentences()[cause]:
             sentences.append(s)
             owners.append(i)
-    return CaseIndex(
-        [c.id for c in cases],
-        [c.report.url for c in cases],
-        [list(c.report.causes) for c in cases],
-        [c.report.fix or "" for c in cases],
-        vectors,
-        embed(sentences),
-        np.array(owners),
-    )
+    index = CaseIndex([c.id for c in cases], [c.report.url for c in cases], [list(c.report.causes) for c in cases], [c.report.fix or "" for c in cases], vectors, embed(sentences), np.array(owners), centers)
+    by_language = {}
+    for k, lang in enumerate(languages):
+        by_language.setdefault(lang, []).append(k)
+    case_vectors = np.zeros_like(vectors, dtype=np.float32)
+    for lang, rows in by_language.items():
+        case_vectors[rows] = index.project(vectors[rows], lang)
+    symptom_languages = [detect_language(s) for s in sentences]
+    symptom_vectors = np.vstack([index.project(v[None, :], lang) for v, lang in zip(index.symptom_vectors, symptom_languages)])
+    return replace(index, vectors=case_vectors, symptom_vectors=symptom_vectors)
+
+
+def embed_cases(cases: list[LibraryCase], evs: list[CaseEvidence]):
+    """Embed every case's words and build the index over all of them, centred by language on the
+    means of the fitting part's reports; each case's own vectors (its query) are put in the same space."""
+    from ..diagnosis.inputs import detect_language
+    from ..diagnosis.semantic import embed_text, language_centers
+
+    for ev, c in zip(evs, cases):
+        ev.vector, ev.parts = embed_text(ev.text or c.case.question or "-")
+    vectors = np.vstack([ev.vector for ev in evs])
+    languages = [detect_language(ev.text) for ev in evs]
+    fitting = [k for k, c in enumerate(cases) if c.part == "fit"]
+    index = build_index(cases, vectors, languages, language_centers(vectors[fitting], [languages[k] for k in fitting]))
+    for ev, lang in zip(evs, languages):
+        ev.vector = index.project(ev.vector, lang)
+        ev.parts = index.project(ev.parts, lang) if len(ev.parts) else ev.parts
+    return index
 
 
 def log_prior(labels: list[list[str]]) -> np.ndarray:
@@ -404,14 +426,9 @@ def _by_language(rankings, cases) -> dict[str, Score]:
 def run(cache_dir: Path | None = None, progress=None, *, look_at_validation: bool = True) -> Report:
     """Fit, then score. ``look_at_validation=False`` is for developing features: the validation part
     is not scored and the cross-validation runs on the fitting part alone."""
-    from ..diagnosis.semantic import embed_text
-
     cases = [*load_library(), *load_dev_cases(SHARED_DEV)]
     evs = evidence_for(cases, cache_dir, progress)
-    for ev, c in zip(evs, cases):
-        ev.vector, ev.parts = embed_text(ev.text or c.case.question or "-")
-    vectors = np.vstack([ev.vector for ev in evs])
-    index = build_index(cases, vectors)
+    index = embed_cases(cases, evs)
     library_ids = {c.id for c in cases if c.origin == "library"}
 
     fit_idx = [k for k, c in enumerate(cases) if c.part == "fit"]

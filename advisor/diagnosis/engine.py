@@ -83,7 +83,7 @@ def _learned_order(board: Board, inputs: DiagnosisInputs):
     """Order the causes by the fitted ranker (ranker.py); the board's own order when no weights ship."""
     from ..schema import Evidence, SimilarReport
     from .ranker import packaged_model, rank, structured_weight, undecided
-    from .semantic import embed_text, packaged_index, sentences, signals
+    from .semantic import embed_query, packaged_index, sentences, signals
 
     model = packaged_model()
     index = packaged_index()
@@ -92,7 +92,7 @@ def _learned_order(board: Board, inputs: DiagnosisInputs):
     text = inputs.text
     parts, said = None, sentences(text)  # the sentences embed_text embeds, for the quotes below
     if text.strip():
-        vector, parts = embed_text(text)
+        vector, parts = embed_query(text, index)
         sem = signals(vector, index, parts=parts, exclude=library_case_id(inputs))
     else:
         sem = None
