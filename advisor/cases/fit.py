@@ -151,15 +151,16 @@ def build_index(cases: list[LibraryCase], vectors: np.ndarray, languages: list[s
             sentences.append(s)
             owners.append(i)
     index = CaseIndex([c.id for c in cases], [c.report.url for c in cases], [list(c.report.causes) for c in cases], [c.report.fix or "" for c in cases], vectors, embed(sentences), np.array(owners), centers)
-    by_language = {}
-    for k, lang in enumerate(languages):
-        by_language.setdefault(lang, []).append(k)
-    case_vectors = np.zeros_like(vectors, dtype=np.float32)
-    for lang, rows in by_language.items():
-        case_vectors[rows] = index.project(vectors[rows], lang)
-    symptom_languages = [detect_language(s) for s in sentences]
-    symptom_vectors = np.vstack([index.project(v[None, :], lang) for v, lang in zip(index.symptom_vectors, symptom_languages)])
-    return replace(index, vectors=case_vectors, symptom_vectors=symptom_vectors)
+    return replace(index, vectors=_projected(index, vectors, languages), symptom_vectors=_projected(index, index.symptom_vectors, [detect_language(s) for s in sentences]))
+
+
+def _projected(index, vectors: np.ndarray, languages: list[str]) -> np.ndarray:
+    """Each row centred on its own language (``index.project``), in the rows' order."""
+    out = np.zeros_like(vectors, dtype=np.float32)
+    for lang in set(languages):
+        rows = [k for k, other in enumerate(languages) if other == lang]
+        out[rows] = index.project(vectors[rows], lang)
+    return out
 
 
 def embed_cases(cases: list[LibraryCase], evs: list[CaseEvidence]):

@@ -194,7 +194,7 @@ def embed_query(text: str, index: CaseIndex) -> tuple[np.ndarray, np.ndarray]:
 
     vector, parts = embed_text(text)
     language = detect_language(text)
-    return index.project(vector, language), index.project(parts, language) if len(parts) else parts
+    return index.project(vector, language), (index.project(parts, language) if len(parts) else parts)
 
 
 def signals(query: np.ndarray, index: CaseIndex, *, parts: np.ndarray | None = None, exclude: str | None = None) -> SemanticSignals:
