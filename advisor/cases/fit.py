@@ -175,8 +175,8 @@ def embed_cases(cases: list[LibraryCase], evs: list[CaseEvidence]):
     languages = [detect_language(ev.text) for ev in evs]
     fitting = [k for k, c in enumerate(cases) if c.part == "fit"]
     index = build_index(cases, vectors, languages, language_centers(vectors[fitting], [languages[k] for k in fitting]))
-    for ev, lang in zip(evs, languages):
-        ev.vector = index.project(ev.vector, lang)
+    for ev, vector, lang in zip(evs, index.vectors, languages):  # the index centred the reports' vectors already
+        ev.vector = vector
         ev.parts = index.project(ev.parts, lang) if len(ev.parts) else ev.parts
     return index
 
