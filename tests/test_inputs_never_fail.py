@@ -209,3 +209,18 @@ def test_probe_load_stays_strict(tmp_path) -> None:
     (tmp_path / "cmd.txt").write_text("vllm bench serve --model m\n")
     result = CliRunner().invoke(cli, ["probe", "load", str(tmp_path / "cmd.txt")])
     assert result.exit_code == 3
+
+
+def test_trtllm_and_lmdeploy_commands_are_read_not_skipped() -> None:
+    """A TensorRT-LLM user's batch cap of 8 at 64 clients is the telling fact: the command is read
+    (as vLLM's closest configuration), and a Chinese question's note names the flag, not English prose."""
+    code, data, err = _ask("Why is throughput low at 64 concurrent requests?", "--serve-cmd",
+                           "trtllm-serve meta-llama/Llama-3.1-8B-Instruct --max_batch_size 8 --max_num_tokens 2048 --backend pytorch", "--gpu", "H100")
+    assert code == 0, err
+    assert data["engine"] == "tensorrt-llm" and [s["code"] for s in data["skipped"]] == ["serve_cmd_engine"]
+    assert any("TensorRT-LLM flags read as vLLM's" in n and "--max-batch-size -> --max-num-seqs" in n for n in data["notes"])
+    result = CliRunner().invoke(cli, ["ask", "lmdeploy 并发上不去，为什么？", "--serve-cmd", "lmdeploy serve api_server internlm/internlm2-chat-7b --max-batch-size 4",
+                                      "--gpu", "A100-80G", "--no-log"])
+    assert result.exit_code == 0, result.output
+    line = next(x for x in result.output.splitlines() if "LMDeploy" in x)
+    assert line.startswith("- --serve-cmd：") and "--max-batch-size -> --max-num-seqs" in line

@@ -385,3 +385,32 @@ def test_vllm_docker_command_still_vllm() -> None:
            '--env "HF_HUB_OFFLINE=1" -p 8000:8000 --ipc=host vllm/vllm-openai:latest --model mistralai/Mistral-7B-v0.1 -tp 2')
     parsed = parse_command(cmd)
     assert parsed.engine == "vllm" and parsed.model == "mistralai/Mistral-7B-v0.1" and parsed.env["HF_HUB_OFFLINE"] == "1"
+
+
+def test_trtllm_serve_and_lmdeploy_commands_map_to_vllm_flags() -> None:
+    """TensorRT-LLM writes its flags with underscores; LMDeploy starts with three words. Both set
+    the batch cap, the step budget and the context length that vLLM's scheduler model reads."""
+    cmd = ("CUDA_VISIBLE_DEVICES=0,1 trtllm-serve serve meta-llama/Llama-3.1-70B-Instruct --backend pytorch --tp_size 2 "
+           "--max_batch_size 8 --max_num_tokens 2048 --max_seq_len 4096 --kv_cache_free_gpu_memory_fraction 0.9 --ep_size 2")
+    parsed = parse_command(cmd)
+    assert parsed.engine == "tensorrt-llm" and parsed.env["CUDA_VISIBLE_DEVICES"] == "0,1" and "free_fraction" in parsed.approx
+    args = engine_args_for(Deployment(serve_command=cmd))
+    assert args.model == "meta-llama/Llama-3.1-70B-Instruct"
+    assert (args.tensor_parallel_size, args.max_num_seqs, args.max_num_batched_tokens, args.max_model_len) == (2, 8, 2048, 4096)
+    assert args.gpu_memory_utilization == 0.9 and args.extra["tensorrtllm_backend"] == "pytorch" and args.extra["tensorrtllm_ep_size"] == "2"
+    assert engine_args_for(Deployment(serve_command="trtllm-serve m --max_batch_size=16")).max_num_seqs == 16
+    cmd = "lmdeploy serve api_server internlm/internlm2-chat-7b --tp 2 --max-batch-size 64 --session-len 8192 --cache-max-entry-count 0.5 --quant-policy 8 --server-port 23333"
+    parsed = parse_command(cmd)
+    assert parsed.engine == "lmdeploy"
+    args = engine_args_for(Deployment(serve_command=cmd))
+    assert (args.model, args.tensor_parallel_size, args.max_num_seqs, args.max_model_len) == ("internlm/internlm2-chat-7b", 2, 64, 8192)
+    assert args.gpu_memory_utilization == 0.5 and args.extra["lmdeploy_quant_policy"] == "8"
+    assert parse_serve_command(cmd).num_gpus == 2
+
+
+def test_profile_flags_of_trtllm_and_lmdeploy_read_as_vllms() -> None:
+    trt = engine_args_for(Deployment(engine="TensorRT-LLM", flags={"max_batch_size": 128, "max_num_tokens": 1024, "tp_size": 8, "backend": "pytorch"}))
+    assert (trt.max_num_seqs, trt.max_num_batched_tokens, trt.tensor_parallel_size) == (128, 1024, 8)
+    assert engine_args_for(Deployment(engine="trtllm", flags={"max_num_tokens": 512})).max_num_batched_tokens == 512
+    lmd = engine_args_for(Deployment(engine="lmdeploy", flags={"max_batch_size": 4, "max_prefill_token_num": 4096, "tp": 2}))
+    assert (lmd.max_num_seqs, lmd.max_num_batched_tokens, lmd.tensor_parallel_size) == (4, 4096, 2)

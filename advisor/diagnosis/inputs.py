@@ -468,7 +468,7 @@ def _engine_note(engine: str, source: str, mapped: list[str], kept: list[str], a
 
 def _engine_args(inputs: DiagnosisInputs) -> EngineArgs:
     """Typed engine arguments; another engine's command is said once (which flags became which)."""
-    from ..probe.foreign_flags import TABLES, flags_to_args, translate
+    from ..probe.foreign_flags import TABLES, engine_key, flags_to_args, kept_prefix, translate
     from ..probe.serve_cmd import engine_args_for, parse_command
 
     dep = inputs.deployment
@@ -481,9 +481,11 @@ def _engine_args(inputs: DiagnosisInputs) -> EngineArgs:
         else:
             if parsed.engine != "vllm":
                 dep.engine = dep.engine if dep.engine not in (None, "vllm") else parsed.engine
-                kept = [k for k in parsed.values if k.startswith(parsed.engine + "_")]
-                inputs.set_aside(_engine_note(parsed.engine, "serve command", parsed.mapped, kept, parsed.approx))
-    engine = (dep.engine or "").strip().lower()
+                kept = [k for k in parsed.values if k.startswith(kept_prefix(parsed.engine))]
+                from_case = inputs.case is not None and inputs.case.deployment.serve_command == dep.serve_command
+                where = (inputs.case.source or "deployment.serve_command") if from_case else "--serve-cmd"  # names, worded in no language
+                inputs.set_aside(_engine_note(parsed.engine, where, parsed.mapped, kept, parsed.approx))
+    engine = engine_key(dep.engine)
     if engine in TABLES and dep.flags:
         foreign, _ = flags_to_args(engine, dep.flags)
         if foreign:

@@ -1,4 +1,4 @@
-"""SGLang and TGI launch flags as data: which vLLM flag each one corresponds to, where one exists.
+"""SGLang, TGI, TensorRT-LLM and LMDeploy launch flags as data: which vLLM flag each one corresponds to, where one exists.
 
 Why: a user who compares engines (or moved from one) pastes the command of the other engine. The
 advisor models vLLM's scheduler, so the command is read as the closest vLLM configuration: the
@@ -7,15 +7,16 @@ the memory fraction, the context length) are rewritten to vLLM's spelling and th
 ordinary vLLM parser, every rewrite is reported, and flags with no vLLM counterpart are kept as
 given under ``<engine>_<name>`` in ``EngineArgs.extra``. Nothing here guesses a value.
 
-Sources: SGLang's ``python/sglang/srt/server_args.py`` (``ServerArgs.add_cli_args``) and TGI's
-``launcher/src/main.rs`` (clap ``Args``), as documented in their server-argument pages.
+Sources: SGLang's ``python/sglang/srt/server_args.py`` (``ServerArgs.add_cli_args``), TGI's
+``launcher/src/main.rs`` (clap ``Args``), TensorRT-LLM's ``trtllm-serve`` and LMDeploy's
+``lmdeploy serve api_server`` references, as documented in their server-argument pages.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-Engine = str  # "sglang" | "tgi"
+Engine = str  # "sglang" | "tgi" | "tensorrt-llm" | "lmdeploy"
 
 
 @dataclass(frozen=True)
@@ -105,8 +106,69 @@ TGI: tuple[ForeignFlag, ...] = (
     _f("--json-output", vllm=None, switch=True),
 )
 
-TABLES: dict[Engine, tuple[ForeignFlag, ...]] = {"sglang": SGLANG, "tgi": TGI}
-ENGINE_NAMES = {"sglang": "SGLang", "tgi": "TGI", "vllm": "vLLM"}
+#: ``trtllm-serve MODEL [OPTIONS]`` (TensorRT-LLM's OpenAI server; its flags are written with
+#: underscores, read here like every other name with dashes). Source: TensorRT-LLM's trtllm-serve
+#: command reference (nvidia.github.io/TensorRT-LLM, commands/trtllm-serve).
+TRTLLM: tuple[ForeignFlag, ...] = (
+    _f("--tp-size", vllm="--tensor-parallel-size"),
+    _f("--pp-size", vllm="--pipeline-parallel-size"),
+    _f("--max-batch-size", vllm="--max-num-seqs"),
+    _f("--max-num-tokens", vllm="--max-num-batched-tokens"),
+    _f("--max-seq-len", vllm="--max-model-len"),
+    _f("--kv-cache-free-gpu-memory-fraction", "--free-gpu-memory-fraction", vllm="--gpu-memory-utilization", approx="free_fraction"),
+    _f("--tokenizer", vllm="--tokenizer"),
+    _f("--served-model-name", vllm="--served-model-name"),
+    _f("--trust-remote-code", vllm="--trust-remote-code", switch=True),
+    _f("--host", vllm="--host"),
+    _f("--port", vllm="--port"),
+    _f("--ep-size", vllm=None),
+    _f("--backend", vllm=None),
+    _f("--max-beam-width", vllm=None),
+    _f("--extra-llm-api-options", "--config", vllm=None),
+    _f("--num-postprocess-workers", vllm=None),
+    _f("--gpus-per-node", vllm=None),
+    _f("--cluster-size", vllm=None),
+    _f("--log-level", vllm=None),
+)
+
+#: ``lmdeploy serve api_server MODEL [OPTIONS]``. Source: LMDeploy's ``lmdeploy serve api_server -h``
+#: (TurboMind and PyTorch engine options, as its serving guide lists them).
+LMDEPLOY: tuple[ForeignFlag, ...] = (
+    _f("--tp", vllm="--tensor-parallel-size"),
+    _f("--session-len", vllm="--max-model-len"),
+    _f("--max-batch-size", vllm="--max-num-seqs"),
+    _f("--max-prefill-token-num", vllm="--max-num-batched-tokens"),
+    _f("--cache-max-entry-count", vllm="--gpu-memory-utilization", approx="free_fraction"),
+    _f("--cache-block-seq-len", vllm="--block-size"),
+    _f("--enable-prefix-caching", vllm="--enable-prefix-caching", switch=True),
+    _f("--server-name", vllm="--host"),
+    _f("--server-port", vllm="--port"),
+    _f("--model-name", vllm="--served-model-name"),
+    _f("--backend", vllm=None),
+    _f("--model-format", vllm=None),
+    _f("--quant-policy", vllm=None),
+    _f("--instance-num", vllm=None),
+    _f("--log-level", vllm=None),
+    _f("--chat-template", vllm=None),
+    _f("--api-keys", vllm=None),
+)
+
+TABLES: dict[Engine, tuple[ForeignFlag, ...]] = {"sglang": SGLANG, "tgi": TGI, "tensorrt-llm": TRTLLM, "lmdeploy": LMDEPLOY}
+ENGINE_NAMES = {"sglang": "SGLang", "tgi": "TGI", "vllm": "vLLM", "tensorrt-llm": "TensorRT-LLM", "lmdeploy": "LMDeploy"}
+#: Other spellings of the engines above, as case files and users write them.
+ENGINE_ALIASES = {"trtllm": "tensorrt-llm", "trt-llm": "tensorrt-llm", "tensorrt_llm": "tensorrt-llm", "tensorrtllm": "tensorrt-llm"}
+
+
+def kept_prefix(engine: Engine) -> str:
+    """The ``EngineArgs.extra`` prefix of an engine's flags with no vLLM counterpart (an identifier:
+    ``tensorrtllm_ep_size``, ``sglang_schedule_policy``)."""
+    return engine.replace("-", "") + "_"
+
+
+def engine_key(name: str | None) -> str:
+    """The TABLES key of an engine name as written (lower case, aliases resolved)."""
+    key = (name or "").strip().lower()
+    return ENGINE_ALIASES.get(key, key)
 
 
 def _index(table: tuple[ForeignFlag, ...]) -> dict[str, ForeignFlag]:
@@ -148,7 +210,7 @@ def translate(engine: Engine, args: list[str]) -> Translation:
         if value is None and (spec is None or not spec.switch) and i < len(args) and not _is_flag(args[i]):
             value = args[i]
             i += 1
-        key = f"{engine}_{name.lstrip('-').replace('-', '_')}"
+        key = kept_prefix(engine) + name.lstrip("-").replace("-", "_")
         if spec is None or spec.vllm is None:
             out.kept[key] = True if value is None else value
             continue

@@ -32,7 +32,7 @@ from ..errors import UsageError
 from ..schema import Deployment, EngineArgs, ServerLogInfo
 from .engine_flags import FlagSpec, lookup_field, lookup_flag, normalize_long_flag
 from .foreign_flags import TABLES as FOREIGN_TABLES
-from .foreign_flags import flags_to_args, translate
+from .foreign_flags import engine_key, flags_to_args, translate
 
 _ENV_ASSIGN = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)=(.*)$", re.S)
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]*$")
@@ -56,9 +56,9 @@ _TYPED_FIELDS = frozenset(EngineArgs.model_fields) - {"extra", "env"}
 class ServeCommand:
     """A parsed command line, before merging with a case file's ``flags``."""
 
-    launcher: str  # "vllm serve" | "api_server" | "docker" | "flags" | "sglang" | "tgi"
+    launcher: str  # "vllm serve" | "api_server" | "docker" | "flags" | "sglang" | "tgi" | "tensorrt-llm" | "lmdeploy"
     model: str | None = None
-    #: which engine the command starts: "vllm", or "sglang" / "tgi" whose flags were rewritten to
+    #: which engine the command starts: "vllm", or another engine of foreign_flags.TABLES whose flags were rewritten to
     #: vLLM's (:mod:`.foreign_flags`); ``mapped`` lists the rewrites, ``extra`` keeps the rest
     engine: str = "vllm"
     mapped: list[str] = field(default_factory=list)
@@ -245,6 +245,10 @@ def _launcher_index(seg: list[str]) -> tuple[str, int] | None:
             return "sglang", i + 2
         if base == "text-generation-launcher" or "text-generation-inference" in tok:
             return "tgi", i + 1
+        if base == "trtllm-serve":
+            return "tensorrt-llm", i + (2 if nxt == "serve" else 1)
+        if base == "lmdeploy" and nxt == "serve" and i + 2 < len(seg) and seg[i + 2] == "api_server":
+            return "lmdeploy", i + 3
         if base == "vllm" and i + 1 < len(seg) and seg[i + 1] == "serve":
             return "vllm serve", i + 2
         if tok == "-m" and i + 1 < len(seg) and seg[i + 1].startswith("vllm.entrypoints"):
@@ -438,7 +442,8 @@ def parse_command(cmd: str) -> ServeCommand:
             launcher, start = found
             for earlier in segments[:index]:
                 _env_from_prefix(earlier, env)
-            _env_from_prefix(seg[: start - (2 if launcher in ("vllm serve", "api_server", "sglang") else 1)], env)
+            words = {"vllm serve": 2, "api_server": 2, "sglang": 2, "lmdeploy": 3, "tensorrt-llm": 2 if start >= 2 and seg[start - 1] == "serve" else 1}
+            _env_from_prefix(seg[: start - words.get(launcher, 1)], env)
             args = seg[start:]
             break
     else:
@@ -452,7 +457,8 @@ def parse_command(cmd: str) -> ServeCommand:
             raise UsageError(
                 f"not a serve command: expected 'vllm serve MODEL ...', "
                 f"'python -m vllm.entrypoints.openai.api_server ...', 'python -m sglang.launch_server ...', "
-                f"'text-generation-launcher ...' or flags, got {words[lead][:60]!r} first"
+                f"'text-generation-launcher ...', 'trtllm-serve MODEL ...', 'lmdeploy serve api_server MODEL ...' "
+                f"or flags, got {words[lead][:60]!r} first"
             )
         for earlier in segments[:-1]:
             _env_from_prefix(earlier, env)
@@ -460,7 +466,7 @@ def parse_command(cmd: str) -> ServeCommand:
         launcher, args = "flags", words[lead:]
 
     out = ServeCommand(launcher=launcher, env=env)
-    if launcher in ("sglang", "tgi"):
+    if launcher in FOREIGN_TABLES:
         translated = translate(launcher, args)
         out.engine, out.mapped, out.approx, args = launcher, translated.mapped, translated.approx, translated.args
         out.values.update(translated.kept)
@@ -518,7 +524,7 @@ def engine_args_for(deployment: Deployment) -> EngineArgs:
 
     ``flags`` keys are underscored engine-arg names (``max_num_seqs``), flag spellings
     (``--max-num-seqs``, ``tp``) or environment variables (``NCCL_P2P_DISABLE``); for a deployment
-    whose engine is SGLang or TGI, that engine's flag names too (``chunked_prefill_size``, read as
+    whose engine is SGLang, TGI, TensorRT-LLM or LMDeploy, that engine's flag names too (``chunked_prefill_size``, read as
     ``max_num_batched_tokens``: :mod:`.foreign_flags`); values are
     coerced like command-line text, JSON-typed values that are not JSON are kept as written.
     Legacy speculative flags (``--speculative-model``, ``--num-speculative-tokens``, ...) are
@@ -538,7 +544,7 @@ def engine_args_for(deployment: Deployment) -> EngineArgs:
             values.setdefault("positional_args", list(parsed.positional))
 
     flags = deployment.flags
-    engine = (deployment.engine or "").strip().lower()
+    engine = engine_key(deployment.engine)
     if engine in FOREIGN_TABLES and flags:
         foreign, flags = flags_to_args(engine, flags)
         if foreign:
