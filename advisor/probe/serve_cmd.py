@@ -236,27 +236,28 @@ def _segments(tokens: list[str]) -> list[list[str]]:
     return [seg for seg in out if seg]
 
 
-def _launcher_index(seg: list[str]) -> tuple[str, int] | None:
-    """Where the vLLM arguments start in one shell segment, and what launched them."""
+def _launcher_index(seg: list[str]) -> tuple[str, int, int] | None:
+    """What launched the server in one shell segment, where its launcher's first word is (what
+    comes before it may set environment variables) and where the engine's arguments start."""
     for i, tok in enumerate(seg):
         base = tok.rsplit("/", 1)[-1]
         nxt = seg[i + 1] if i + 1 < len(seg) else ""
         if tok == "-m" and nxt.startswith("sglang.launch_server") or base == "sglang" and nxt in ("serve", "launch_server"):
-            return "sglang", i + 2
+            return "sglang", i, i + 2
         if base == "text-generation-launcher" or "text-generation-inference" in tok:
-            return "tgi", i + 1
+            return "tgi", i, i + 1
         if base == "trtllm-serve":
-            return "tensorrt-llm", i + (2 if nxt == "serve" else 1)
+            return "tensorrt-llm", i, i + (2 if nxt == "serve" else 1)
         if base == "lmdeploy" and nxt == "serve" and i + 2 < len(seg) and seg[i + 2] == "api_server":
-            return "lmdeploy", i + 3
+            return "lmdeploy", i, i + 3
         if base == "vllm" and i + 1 < len(seg) and seg[i + 1] == "serve":
-            return "vllm serve", i + 2
+            return "vllm serve", i, i + 2
         if tok == "-m" and i + 1 < len(seg) and seg[i + 1].startswith("vllm.entrypoints"):
-            return "api_server", i + 2
+            return "api_server", i, i + 2
         if base in ("api_server.py",) and "vllm" in tok:
-            return "api_server", i + 1
+            return "api_server", i, i + 1
         if "vllm-openai" in tok or tok.startswith("vllm/vllm"):
-            return "docker", i + 1
+            return "docker", i, i + 1
     return None
 
 
@@ -439,11 +440,10 @@ def parse_command(cmd: str) -> ServeCommand:
     for index, seg in enumerate(segments):
         found = _launcher_index(seg)
         if found is not None:
-            launcher, start = found
+            launcher, first, start = found
             for earlier in segments[:index]:
                 _env_from_prefix(earlier, env)
-            words = {"vllm serve": 2, "api_server": 2, "sglang": 2, "lmdeploy": 3, "tensorrt-llm": 2 if start >= 2 and seg[start - 1] == "serve" else 1}
-            _env_from_prefix(seg[: start - words.get(launcher, 1)], env)
+            _env_from_prefix(seg[:first], env)
             args = seg[start:]
             break
     else:
