@@ -149,12 +149,15 @@ def test_held_out_errors_meet_the_issue_bars_and_match_the_catalog(all_runs):
 
 def test_the_fit_is_what_closes_the_gap():
     """With vLLM's own costs as they were before the real-vLLM runs (sourced overheads, no graph
-    factors), TPOT is a third too high at low load: the fitted terms, not luck, meet the bar."""
+    factors), TPOT is a fifth too high over the held-out points and a quarter at low load: the fitted
+    terms, not luck, meet the bar. (Above 0.2 while open loops were simulated from a fresh Poisson
+    draw; 0.197 since they replay the client's recorded send times, session 28, where the fitted terms
+    give 0.042 on the same points.)"""
     from vllm_advisor.perf.efficiency import PRE_FIT_ENGINE_VALUES, Efficiency
 
     before = validate_runs(RUNS, efficiency=Efficiency().model_copy(update=PRE_FIT_ENGINE_VALUES))
     held = {s.figure: s for s in before.summary if s.split == "holdout"}
-    assert held["tpot_p50"].median_abs_error > 0.2 and held["tpot_p50"].median_signed_error > 0.2
+    assert held["tpot_p50"].median_abs_error > 0.15 and held["tpot_p50"].median_signed_error > 0.15
     c1 = next(p for p in before.points if p.run == "qwen14b-b8192" and p.point == "c1-in2k")
     assert next(f for f in c1.figures if f.figure == "tpot_p50").error > 0.25
 
@@ -323,3 +326,28 @@ def test_an_eager_step_takes_its_host_launches_fitted_to_real_vllm():
     defaults = Efficiency()
     assert f"'eager_moe_launch_us_per_layer': {defaults.eager_moe_launch_us_per_layer}" in fitted
     assert f"'eager_launch_us_per_layer': {defaults.eager_launch_us_per_layer}" in fitted
+
+
+def test_open_loops_replay_the_send_times_the_client_recorded():
+    """An open loop is compared with the arrivals it really had: a fresh Poisson draw of the same rate
+    put 60 4K-token prompts at 3 req/s anywhere from TPOT 13 to 18 ms in the model (the server: 12.2)."""
+    from vllm_advisor.perf.predict import LoadPoint, build_engine_model, predict_load_point
+    from vllm_advisor.perf.validation import _recorded_sends, deployment_of, read_results
+
+    path = next((ALL_RUNS / "2026-12-07-h100-moe-mixed").rglob("results.json*"))
+    result = read_results(path)
+    point = next(p for p in result["points"] if p["id"] == "r3-in4k-out128")
+    sends = _recorded_sends(point)
+    assert sends is not None and len(sends) == 60 and min(sends) >= 0
+    assert _recorded_sends({"requests": [{"sent": 0.1}, {"ok": False}]}) is None  # one missing: drawn from the rate
+    dep, args = deployment_of(result, path)
+    engine = build_engine_model(dep, args, needed_model_len=4096 + 128)
+    lp = LoadPoint(concurrency=None, request_rate=3.0)
+
+    def tpot(**kw):
+        run, _ = predict_load_point(engine, lp, input_len=4096, output_len=128, num_prompts=60, **kw)
+        return run.tpot_ms.median
+
+    assert tpot(seed=1, arrivals=sends) == tpot(seed=2, arrivals=sends)  # the draw no longer matters
+    assert abs(tpot(seed=1, arrivals=sends) / 12.17 - 1) < 0.05  # measured TPOT p50 12.17 ms
+    assert len({round(tpot(seed=s), 3) for s in (1, 2, 3)}) > 1  # without them, it does

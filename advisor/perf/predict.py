@@ -179,8 +179,11 @@ def predict_load_point(
     num_prompts: int | None = None,
     shared_prefix_len: int = 0,
     seed: int = 0,
+    arrivals: tuple[float, ...] | None = None,
 ) -> tuple[BenchmarkRun, SimResult]:
-    """Simulate one load point on one replica (clients or rate split evenly across replicas)."""
+    """Simulate one load point on one replica (clients or rate split evenly across replicas).
+    ``arrivals``: an open loop's recorded send times (s), replayed on a single replica instead of a
+    Poisson draw at ``point.request_rate``."""
     if not engine.memory.fits:
         raise UsageError("; ".join(engine.memory.notes) or "the model does not fit on this GPU configuration")
     if point.request_rate is not None and not point.request_rate > 0:  # 0, negative or NaN: no arrival clock to simulate
@@ -197,6 +200,7 @@ def predict_load_point(
         request_rate=rate,
         shared_prefix_len=shared_prefix_len,
         seed=seed,
+        arrivals=arrivals if arrivals and reps == 1 and point.concurrency is None else None,
     )
     result = simulate(engine.limits_for(workload.input_len + workload.output_len), engine.step, workload)
     run = sim_to_run(result, label=f"predicted {point.label}", model=engine.model.name)

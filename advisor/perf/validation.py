@@ -191,6 +191,15 @@ def _rate(spec: dict) -> float | None:
     return math.inf if r in (None, "inf") else float(r)
 
 
+def _recorded_sends(point: dict) -> tuple[float, ...] | None:
+    """An open loop's send times as the client recorded them (``requests[].sent``, s), failed requests
+    included (they were sent); None when any is missing, and the point is drawn from its rate instead."""
+    sends = [r.get("sent") for r in point.get("requests", [])]
+    if not sends or not all(isinstance(t, (int, float)) and math.isfinite(t) for t in sends):
+        return None
+    return tuple(float(t) for t in sends)
+
+
 def validate_file(path: Path, split_of: Any, efficiency: Efficiency | None = None, *, result: Any = None) -> tuple[list[PointValidation], KvValidation | None, list[str]]:
     """Every measured point of one results file against the model's prediction; ``result`` is the
     file already read (validate_runs reads each once: a gzipped run with its per-request data is MBs)."""
@@ -220,6 +229,7 @@ def validate_file(path: Path, split_of: Any, efficiency: Efficiency | None = Non
             num_prompts=int(spec["num_prompts"]),
             shared_prefix_len=int(spec.get("prefix_len", 0)),
             seed=int(p.get("seed", 0)),
+            arrivals=_recorded_sends(p) if rate is not None else None,
         )
         meas, predv = measured_figures(p), predicted_figures(run)
         figs = [FigureComparison(figure=f, unit=u, measured=meas[f], predicted=predv[f], error=_error(f, meas[f], predv[f])) for f, u in FIGURES.items()]
