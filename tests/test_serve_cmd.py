@@ -414,3 +414,14 @@ def test_profile_flags_of_trtllm_and_lmdeploy_read_as_vllms() -> None:
     assert engine_args_for(Deployment(engine="trtllm", flags={"max_num_tokens": 512})).max_num_batched_tokens == 512
     lmd = engine_args_for(Deployment(engine="lmdeploy", flags={"max_batch_size": 4, "max_prefill_token_num": 4096, "tp": 2}))
     assert (lmd.max_num_seqs, lmd.max_num_batched_tokens, lmd.tensor_parallel_size) == (4, 4096, 2)
+
+
+def test_an_engine_field_selects_its_flag_table_however_it_is_spelled() -> None:
+    """The answer names TensorRT-LLM for "TRT_LLM" or "tensorrt llm" (report_facts); its flags must map too."""
+    from vllm_advisor.diagnosis.report_facts import engine_display_name
+
+    for spelling in ("TRT_LLM", "tensorrt llm", "TensorRT_LLM", "trt llm"):
+        assert engine_display_name(spelling) == "TensorRT-LLM"
+        assert engine_args_for(Deployment(engine=spelling, flags={"max_batch_size": 8})).max_num_seqs == 8
+    for spelling in ("text-generation-inference", "Text Generation Launcher"):
+        assert engine_args_for(Deployment(engine=spelling, flags={"max_batch_prefill_tokens": 2048})).max_num_batched_tokens == 2048

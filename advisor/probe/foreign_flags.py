@@ -14,6 +14,8 @@ Sources: SGLang's ``python/sglang/srt/server_args.py`` (``ServerArgs.add_cli_arg
 
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 
 Engine = str  # "sglang" | "tgi" | "tensorrt-llm" | "lmdeploy"
@@ -156,7 +158,19 @@ LMDEPLOY: tuple[ForeignFlag, ...] = (
 TABLES: dict[Engine, tuple[ForeignFlag, ...]] = {"sglang": SGLANG, "tgi": TGI, "tensorrt-llm": TRTLLM, "lmdeploy": LMDEPLOY}
 ENGINE_NAMES = {"sglang": "SGLang", "tgi": "TGI", "vllm": "vLLM", "tensorrt-llm": "TensorRT-LLM", "lmdeploy": "LMDeploy"}
 #: Other spellings of the engines above, as case files and users write them.
-ENGINE_ALIASES = {"trtllm": "tensorrt-llm", "trt-llm": "tensorrt-llm", "tensorrt_llm": "tensorrt-llm", "tensorrtllm": "tensorrt-llm"}
+#: Engine names as written with their separators dropped ("TRT_LLM", "tensorrt llm", "TensorRT-LLM" and
+#: "trtllm" are one name): the TABLES key each selects. The diagnosis names an engine in the answer
+#: from the same spellings (``report_facts.ENGINES_IN_TEXT``), so a name it shows is one whose flags map.
+ENGINE_ALIASES = {
+    "sglang": "sglang",
+    "tgi": "tgi",
+    "textgenerationinference": "tgi",
+    "textgenerationlauncher": "tgi",
+    "tensorrtllm": "tensorrt-llm",
+    "trtllm": "tensorrt-llm",
+    "lmdeploy": "lmdeploy",
+}
+_SEPARATORS = re.compile(r"[-_\s]+")
 
 
 def kept_prefix(engine: Engine) -> str:
@@ -166,9 +180,10 @@ def kept_prefix(engine: Engine) -> str:
 
 
 def engine_key(name: str | None) -> str:
-    """The TABLES key of an engine name as written (lower case, aliases resolved)."""
+    """The TABLES key of an engine name as written (case and separators ignored); any other name
+    lower-cased as given."""
     key = (name or "").strip().lower()
-    return ENGINE_ALIASES.get(key, key)
+    return ENGINE_ALIASES.get(_SEPARATORS.sub("", key), key)
 
 
 def _index(table: tuple[ForeignFlag, ...]) -> dict[str, ForeignFlag]:
