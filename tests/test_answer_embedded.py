@@ -274,3 +274,22 @@ def test_load_table_rows_are_named_in_the_answers_language_and_told_apart():
              LoadRow(load="c=1", kind="model", per_request_tok_s=40.0, ttft_s=0.9)]
     table = "\n".join(render_load_table(twins, "en"))
     assert "| c=1 (1) |" in table and "| c=1 (2) |" in table and "| c=1 | [model" in table
+
+
+@pytest.mark.parametrize("language,question", [("en", "Why is TTFT high at 16 clients?"), ("zh", "为什么16并发时首token这么慢？")])
+def test_the_short_answer_says_when_the_gauges_missed_the_run(tmp_path, fixtures_dir, language, question):
+    """Two idle scrapes around a benchmark (before and after it): the gauges are left out, and the
+    short answer, not only the full one, says so (the reader may otherwise take 0 running as read)."""
+    from vllm_advisor.diagnosis.engine import diagnose
+    from vllm_advisor.probe.metrics import load_metrics_file
+
+    dumps = fixtures_dir / "vllm-cpu-real/metrics"
+    snaps = [load_metrics_file(dumps / name, timestamp=t)[0] for name, t in (("A_05a_before_bench_in1024_c16.txt", 0.0), ("A_05b_after_bench_in1024_c16.txt", 12.0))]
+    watch = tmp_path / "watch.jsonl"
+    watch.write_text("".join(s.model_dump_json() + "\n" for s in snaps))
+    inputs = gather(question=question, metrics=[str(watch)])
+    diagnosis = diagnose(inputs)
+    assert "note.gauges_missed_load" in [n.id for n in diagnosis.notes]
+    attach_sources(diagnosis, inputs, kb=False)
+    said = catalog(language)["note.gauges_missed_load"].split("{snapshots}")[1][:10]
+    assert said in write_answer(inputs, diagnosis, language=language, short=True).markdown
