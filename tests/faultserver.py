@@ -32,6 +32,7 @@ FAULTS = (
     "redirect_loop",  # 302 to itself
     "huge_label",  # /metrics with a 10 MB label value
     "wrong_shape",  # JSON of the wrong shape: {"data": "x"}, choices that are not lists
+    "header_drip",  # the status line, then header lines one byte every 0.3 s, never ended
 )
 
 METRICS = """# HELP vllm:num_requests_running Number of requests running.
@@ -133,6 +134,14 @@ class _Handler(BaseHTTPRequestHandler):
             zeros = b" " * 65536
             while not self.server.closing.is_set():
                 self.wfile.write(zeros)
+            return
+        if fault == "header_drip":  # httpx returns a response only once its headers end: they never do
+            self.wfile.write(b"HTTP/1.1 200 OK\r\n")
+            while not self.server.closing.is_set():
+                for byte in b"X-Pad: a\r\n":
+                    self.wfile.write(bytes([byte]))
+                    self.wfile.flush()
+                    time.sleep(0.3)
             return
         if fault == "slow_drip":
             self._start_stream("application/json" if not path.endswith("completions") else "text/event-stream")

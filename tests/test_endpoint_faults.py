@@ -1,6 +1,6 @@
 """Issue 19: every command that talks to a server gives up on a broken one within its deadline + 2 s,
 with exit 4 and one line (``ask`` with an LLM endpoint: the embedded answer and a one-line note),
-and stays under 500 MB, whatever the server does (tests/faultserver.py: 15 kinds of fault).
+and stays under 500 MB, whatever the server does (tests/faultserver.py: 16 kinds of fault).
 
 Times are compared with the same command against the same server answering correctly (the
 command's own work: start-up, prompts, the diagnosis), so the figure checked is what the fault
@@ -36,12 +36,12 @@ COMMANDS = {
 #: which faults each command meets (the endpoints it calls), and the exit code expected
 EXPECTED = {
     "metrics": {"huge_body": 4, "slow_drip": 4, "pings": 4, "stall": 4, "http500": 4, "html": 4, "bad_json": 4, "reset": 4,
-                "redirect_loop": 4, "huge_label": 0},
+                "redirect_loop": 4, "huge_label": 0, "header_drip": 4},
     "bench": {"endless_models": 4, "huge_body": 4, "slow_drip": 4, "pings": 4, "stall": 4, "endless_stream": 4, "bad_tokenize": 0,
-              "bad_usage": 0, "http500": 4, "reset": 4, "wrong_shape": 4, "redirect_loop": 4, "html": 4},
-    "watch": {"stall": 4, "pings": 4, "huge_body": 4, "reset": 4},
+              "bad_usage": 0, "http500": 4, "reset": 4, "wrong_shape": 4, "redirect_loop": 4, "html": 4, "header_drip": 4},
+    "watch": {"stall": 4, "pings": 4, "huge_body": 4, "reset": 4, "header_drip": 4},
     "llm": {"endless_models": 0, "slow_drip": 0, "pings": 0, "stall": 0, "endless_stream": 0, "bad_usage": 0, "bad_json": 0, "wrong_shape": 0,
-            "huge_body": 0},
+            "huge_body": 0, "header_drip": 0},
 }
 CASES = [(command, fault) for command, faults in EXPECTED.items() for fault in faults]
 
@@ -107,8 +107,8 @@ def baseline(server, env, tmp_path_factory):
     return out
 
 
-def test_all_fifteen_faults_are_exercised() -> None:
-    assert len(FAULTS) == 15 and {f for faults in EXPECTED.values() for f in faults} == set(FAULTS)
+def test_all_sixteen_faults_are_exercised() -> None:
+    assert len(FAULTS) == 16 and {f for faults in EXPECTED.values() for f in faults} == set(FAULTS)
 
 
 @pytest.mark.slow

@@ -3,8 +3,9 @@
 Why: httpx's timeouts are per read. A server that sends keep-alive pings, drips a byte a second or
 streams without end never trips them, and a body of a gigabyte is read whole into memory. The
 transport here wraps httpx's own: every response body is streamed through a counter that stops at
-``max_bytes`` and at the deadline (checked on every chunk, so pings and drips count), and each
-request's socket timeouts are cut to the time left. A read that gets no byte at all is ended by
+``max_bytes`` and at the deadline (checked on every chunk, so pings and drips count), the status
+line and headers are waited for no longer than the deadline either (a server may drip those too),
+and each request's socket timeouts are cut to the time left. A read that gets no byte at all is ended by
 that socket timeout. :func:`call_with_deadline` adds the last piece for calls made through other
 libraries (the OpenAI client): the call runs in a worker thread that the caller stops waiting
 for at the deadline, and Ctrl-C reaches the caller at once.
@@ -119,11 +120,19 @@ class _Deadlines:
 class BoundedTransport(httpx.BaseTransport):
     def __init__(self, *, deadline_at: float | None = None, per_request_s: float | None = None, max_bytes: int | None = None, **kwargs: Any) -> None:
         self.limits = _Deadlines(deadline_at, per_request_s, max_bytes)
+        self.kwargs = kwargs
         self.inner = httpx.HTTPTransport(**kwargs)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         budget = self.limits.start(request)
-        response = self.inner.handle_request(request)
+        # the status line and headers under the same deadline: a server that drips its headers a byte
+        # a second never trips a socket timeout, and httpx returns only once they are complete
+        inner = self.inner
+        try:
+            response = call_with_deadline(lambda: inner.handle_request(request), budget.deadline - time.monotonic(), on_abandon=inner.close)
+        except AnswerTooSlow:
+            self.inner = httpx.HTTPTransport(**self.kwargs)  # the abandoned one is closed: later requests get a fresh pool
+            raise AnswerTooSlow("answer headers not complete within the deadline", request=request) from None
         response.stream = _CappedStream(response.stream, budget)  # type: ignore[arg-type]
         return response
 
@@ -137,8 +146,13 @@ class AsyncBoundedTransport(httpx.AsyncBaseTransport):
         self.inner = httpx.AsyncHTTPTransport(**kwargs)
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        import asyncio
+
         budget = self.limits.start(request)
-        response = await self.inner.handle_async_request(request)
+        try:  # the headers under the deadline too (see BoundedTransport)
+            response = await asyncio.wait_for(self.inner.handle_async_request(request), max(0.05, budget.deadline - time.monotonic()))
+        except asyncio.TimeoutError:
+            raise AnswerTooSlow("answer headers not complete within the deadline", request=request) from None
         response.stream = _CappedAsyncStream(response.stream, budget)  # type: ignore[arg-type]
         return response
 

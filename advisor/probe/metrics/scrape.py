@@ -57,8 +57,12 @@ def display_url(url: str) -> str:
 
 
 def make_client(*, timeout: float = 10, verify: bool | str = True) -> httpx.Client:
-    """An httpx client with the timeout and TLS settings (``verify``: True, False or a CA bundle path)."""
-    return httpx.Client(timeout=timeout, verify=_tls_setting(verify), follow_redirects=True)
+    """An httpx client with the timeout and TLS settings (``verify``: True, False or a CA bundle path).
+    Each request, headers included, ends within ``timeout`` (``probe/http.py``): a server that drips
+    its headers a byte a second never trips httpx's per-read timeouts."""
+    from ..http import bounded_client
+
+    return bounded_client(per_request_s=timeout, timeout=timeout, verify=_tls_setting(verify), follow_redirects=True)
 
 
 def scrape(
