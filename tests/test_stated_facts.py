@@ -339,3 +339,25 @@ def test_chinese_characters_are_modelled_as_the_tokenizers_tokens_and_the_answer
     english = CliRunner().invoke(cli, ["ask", "Qwen2.5-32B on two H800, TP2, prompts of 50000 Chinese characters, 40 concurrent clients, why slow?", "--no-log"],
                                  catch_exceptions=False).output
     assert "prompts of 50,000 Chinese characters, read as about 30,000 tokens (an estimate at 0.6 tokens per character" in english
+
+
+@pytest.mark.parametrize(
+    "text,expected",
+    [
+        # a number belongs to the word right before it, not to the word after it (a reviewer's finds)
+        ("Qwen2.5-14B 两张4090 输入 3000 输出 300 并发 64，吞吐上不去", (3000, 300, [64])),
+        ("Llama-3.1-8B 单卡H100 输入3000输出300并发64 首token很慢", (3000, 300, [64])),  # not 100 from "H100"
+        ("Qwen2.5-7B 单卡 A100，并发 300，输入 1K 输出 512。", (1000, 512, [300])),  # "1K 输出" took 输出's own 512
+        ("prompt 2000 tokens, output 256, 64 concurrent", (2000, 256, [64])),  # 256 is the output's, not a client count
+        # Chinese numerals and hedges after the words
+        ("输入 2K，输出 2千，并发五十", (2000, 2000, [50])),
+        ("输入大概3万token，输出500左右", (30000, 500, [])),
+        ("并发40/100，输入63K", (63000, None, [40, 100])),
+        # the forms read before stay read
+        ("63K 的输入，1K 输出", (63000, 1000, [])),
+        ("40 and 100 concurrent users, 2K prompts", (2000, None, [40, 100])),
+    ],
+)
+def test_each_number_is_read_for_the_word_it_follows(text, expected):
+    said = read_stated_facts(text)
+    assert (said.input_len, said.output_len, said.concurrency) == expected

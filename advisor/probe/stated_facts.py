@@ -113,12 +113,13 @@ _VERSION = re.compile(
 #: "20 minutes", "80 token/s").
 _TOKENS = (
     # "5,000" with its thousands separators as one number (its "000" alone was read, as 0 tokens)
-    r"(?<![\d.,\-~～])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\d.]|,\d)\s*([kK万])?"
+    # a number glued to a letter ("H100", "in1024", "c16") is part of a name, not a length
+    r"(?<![\d.,\-~～A-Za-z])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\d.]|,\d)\s*([kK万千])?"
     r"(?!\s*(?:tok(?:en)?s?\s*/|tokens?\s+per\b|t/s|个?\s*token\s*/|minutes?|mins?\b|seconds?|secs?\b|ms\b|s\b|%|分钟|秒))"
     r"(?!\s*(?:-|–|~|～|to\s|到|至)\s*\d)"  # a range ("8k-16k tokens") names no one length: neither end is read
 )
 #: "63K prompts" names a length only with its scale: "500 prompts" is a count of requests.
-_SCALED = r"(?<![\d.])(\d+(?:\.\d+)?)\s*([kK万])"
+_SCALED = r"(?<![\d.])(\d+(?:\.\d+)?)\s*([kK万千])"
 #: "5 万字", "3000 多字", "2000 个汉字", "3000 字符", "2000 Chinese characters": a length counted in
 #: characters, not tokens (Chinese users often measure text so); not 字节 (bytes), 字母, 字段
 _CHAR_UNIT = r"(?:多|余|来)?\s*(?:个|個)?\s*(?:汉字|漢字|中文字符?|字符|字元|字(?![节節母段])|chinese\s+char(?:acter)?s?\b)"
@@ -132,8 +133,8 @@ def _length_pattern(nouns: str, scaled_nouns: str, token_kind: str, keyword: str
         + r"|" + _A + _SCALED + r"[-\s]+" + scaled_nouns + _Z
         + r"|" + _A + _TOKENS + r"[-\s]*" + token_kind + r"[-\s]+tokens?" + _Z
         + r"|" + _A + keyword + r"s?(?:[-\s]+(?:length|len|size))?\s*(?:of|is|=|:|：|~|≈)?\s*(?:about|around|~|≈)?\s*" + _TOKENS + r"(?:[-\s]*tokens?)?" + _Z
-        + r"|" + zh_keyword + r"(?:长度)?\s*(?:为|是|约|大约|[:：=~])?\s*(?:约)?\s*" + _TOKENS
-        + r"|" + _TOKENS + r"\s*(?:tokens?|token\s*的|" + _CHAR_UNIT + r")?\s*(?:的)?" + zh_after,
+        + r"|" + zh_keyword + r"(?:长度)?\s*(?:为|是|约|大约|大概|差不多|[:：=~])?\s*(?:约|大约|大概)?\s*" + _TOKENS
+        + r"|" + _TOKENS + r"(?=\s*(?:tokens?|token\s*的|" + _CHAR_UNIT + r")?\s*(?:的)?" + zh_after + ")",
         re.IGNORECASE,
     )
 
@@ -146,8 +147,8 @@ _CONCURRENCY = re.compile(
     + r"|" + _A + r"(\d{1,5})(?=\s*(?:and|or|,|/|vs\.?)\s*\d{1,5}\s*(?:concurrent|parallel|clients|users)" + _Z + ")"
     + r"|" + _A + r"concurren(?:cy|t[_ ]requests|t[_ ]users)\s*(?:set to|of|=|:|is|level)?\s*(\d{1,5})" + _Z
     + r"|" + _A + r"(\d{1,5})\s*requests?\s+(?:at (?:the same time|once)|simultaneously|concurrently|in parallel)" + _Z
-    + r"|并发\s*(?:数|度|量)?\s*(?:都|也)?\s*(?:为|是|到|达到|设为|设成|开到|调到|调成|提到|[:：=])?\s*(\d{1,5})(?:\s*[~～-]\s*(\d{1,5}))?"
-    + r"|(\d{1,5})\s*(?:个|路)?\s*并发",
+    + r"|并发\s*(?:数|度|量)?\s*(?:都|也)?\s*(?:为|是|到|达到|设为|设成|开到|调到|调成|提到|[:：=])?\s*(\d{1,5})(?:\s*(?:[~～/、-]|和|或|与)\s*(\d{1,5}))?"
+    + r"|(?<![\dA-Za-z.])(\d{1,5})(?=\s*(?:个|路)?\s*并发)",
     re.IGNORECASE,
 )
 
@@ -183,17 +184,86 @@ def _unit(text: str, m: re.Match) -> str:
     return "chinese" if _CHARACTERS.match(text, end) else "other" if _OTHER_CHARACTERS.match(text, end) else "tokens"
 
 
-def _lengths(pattern: re.Pattern[str], text: str) -> dict[str, int | None]:
+#: The words a number written right after them belongs to ("输入 3000", "output 256", "并发 64"): such a
+#: number is that word's, never the length or client count of a word after it ("输入 3000 输出 300 并发
+#: 64" once read 3000 as the output and 300 as a client count).
+_OWNER = re.compile(
+    r"(输入|提示词|上下文|输出|生成|并发|prompts?|inputs?|outputs?|max_tokens|concurren(?:cy|t))"
+    r"(?:数|度|量|长度|[-\s]*(?:length|len|size))?\s*(?:为|是|约|大约|大概|差不多|到|设为|设成|of|is|[:：=~≈])?\s*(?:约|大约|大概|about|around|~|≈)?\s*$",
+    re.IGNORECASE,
+)
+_OWNER_KIND = {"输入": "input", "提示词": "input", "上下文": "input", "prompt": "input", "input": "input",
+               "输出": "output", "生成": "output", "output": "output", "max_tokens": "output", "并发": "concurrency", "concurren": "concurrency"}
+
+
+def _owner(text: str, start: int) -> str | None:
+    """Which kind of word ("input", "output", "concurrency") the number at ``start`` is written right after."""
+    m = _OWNER.search(text[max(0, start - 24) : start])
+    if m is None:
+        return None
+    word = m.group(1).lower().rstrip("s")
+    return _OWNER_KIND.get(word) or _OWNER_KIND.get(word[:10])
+
+
+def _number_start(m: re.Match[str]) -> int:
+    return next(m.start(i) for i in range(1, (m.re.groups or 0) + 1) if m.group(i) is not None)
+
+
+def _lengths(pattern: re.Pattern[str], text: str, kind: str) -> dict[str, int | None]:
     """The one length each unit ("tokens", "chinese") names next to ``pattern``'s words (None for a unit
-    named with two different lengths), from one scan of the text."""
+    named with two different lengths), from one scan of the text; a number another word owns is skipped."""
     found: dict[str, list[int | None]] = {}
     for m in pattern.finditer(text):
+        if _owner(text, _number_start(m)) not in (None, kind):
+            continue
         found.setdefault(_unit(text, m), []).append(_tokens(*_pair(m)))
     return {unit: _one(values) for unit, values in found.items()}
 
 
+def _masked(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with the named cards blanked ("两张4090 输入 3000": 4090 is a card, not a prompt length)."""
+    chars = list(text)
+    for a, b in spans:
+        chars[a:b] = " " * (b - a)
+    return "".join(chars)
+
+
+#: Chinese numerals written as a count or a length ("并发五十", "输出两千"): turned into digits where
+#: they follow those words, before anything is read.
+_ZH_DIGITS = {"零": 0, "一": 1, "二": 2, "两": 2, "三": 3, "四": 4, "五": 5, "六": 6, "七": 7, "八": 8, "九": 9}
+_ZH_UNITS = {"十": 10, "百": 100, "千": 1000, "万": 10000}
+_ZH_NUMERAL = re.compile(r"(并发|输入|输出|生成|上下文)(\s*(?:数|长度)?\s*(?:为|是|约|大约|大概|到|[:：=])?\s*)([零一二两三四五六七八九十百千万]{1,8})(?![零一二两三四五六七八九十百千万])")
+
+
+def _zh_numeral(word: str) -> int | None:
+    """"五十" -> 50, "两千" -> 2000, "一万二" -> None (not read: rare, and ambiguous)."""
+    total, digit, seen_unit = 0, None, False
+    for ch in word:
+        if ch in _ZH_DIGITS:
+            if digit is not None:
+                return None
+            digit = _ZH_DIGITS[ch]
+        else:
+            unit = _ZH_UNITS[ch]
+            if unit == 10000:
+                total = (total + (digit or 0)) * unit
+            else:
+                total += (1 if digit is None else digit) * unit
+            digit, seen_unit = None, True
+    total += digit or 0
+    return total if seen_unit or len(word) == 1 else None
+
+
+def _arabic(text: str) -> str:
+    def one(m: re.Match[str]) -> str:
+        value = _zh_numeral(m.group(3))
+        return m.group(0) if value is None else f"{m.group(1)}{m.group(2)}{value}"
+
+    return _ZH_NUMERAL.sub(one, text)
+
+
 def _tokens(number: str, scale: str | None) -> int | None:
-    value = float(number.replace(",", "")) * {None: 1, "": 1, "k": 1000, "K": 1000, "万": 10000}[scale]
+    value = float(number.replace(",", "")) * {None: 1, "": 1, "k": 1000, "K": 1000, "千": 1000, "万": 10000}[scale]
     # fewer than 16 tokens is a list index or a step ("prompt 1"), not a length
     return int(round(value)) if 16 <= value <= 10_000_000 else None
 
@@ -265,8 +335,10 @@ def read_stated_facts(text: str | None) -> StatedFacts:
     num_gpus = _one(counts)
     if num_gpus is None and tp is not None and not any(counts):
         num_gpus = tp
-    concurrency = sorted({int(g) for m in _CONCURRENCY.finditer(text) for g in m.groups() if g} - {0})
-    inputs, outputs = _lengths(_INPUT, text), _lengths(_OUTPUT, text)
+    said = _arabic(_masked(text, [m.span(1) for m in named]))
+    concurrency = sorted({int(g) for m in _CONCURRENCY.finditer(said) for i, g in enumerate(m.groups(), start=1)
+                          if g and _owner(said, m.start(i)) in (None, "concurrency")} - {0})
+    inputs, outputs = _lengths(_INPUT, said, "input"), _lengths(_OUTPUT, said, "output")
     return StatedFacts(
         model=_model(text),
         gpu=next(iter(gpus.values())) if len(gpus) == 1 else None,
