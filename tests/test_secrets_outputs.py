@@ -96,6 +96,17 @@ def test_watch_never_truncates_an_existing_file_and_ctrl_c_keeps_samples(tmp_pat
     assert existing.read_text() == "precious\n"
 
 
+def test_watch_progress_shows_no_password_or_token_of_its_url(tmp_path):
+    """The progress line printed the URL as given, user:password and ?token= included (a reviewer's find)."""
+    with FaultServer() as server:
+        url = server.url("none").replace("http://", "http://alice:PASSWD12@") + "/metrics?token=QSECRET12"
+        proc = subprocess.run([*CLI, "probe", "watch", url, "--duration", "1", "--interval", "0.5", "-o", str(tmp_path / "w.jsonl")],
+                              capture_output=True, text=True, timeout=60, env={**os.environ, "COLUMNS": "250"})
+    assert proc.returncode == 0, proc.stderr
+    assert "watching" in proc.stdout + proc.stderr and "127.0.0.1" in proc.stdout + proc.stderr
+    assert "PASSWD12" not in proc.stdout + proc.stderr and "QSECRET12" not in proc.stdout + proc.stderr
+
+
 def test_a_key_in_the_serve_command_reaches_neither_memo_nor_stdout(tmp_path, monkeypatch):
     import yaml
     from click.testing import CliRunner

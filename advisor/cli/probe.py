@@ -123,7 +123,10 @@ def watch_cmd(
     """
     from rich.progress import BarColumn, Progress, TextColumn, TimeRemainingColumn
 
+    from rich.markup import escape
+
     from ..probe.metrics import compute_window, summarize_window, watch
+    from ..probe.metrics.scrape import display_url
 
     if interval <= 0 or duration <= 0:
         raise UsageError("--duration and --interval must be positive")
@@ -144,7 +147,8 @@ def watch_cmd(
         transient=False,
     )
     with progress:
-        task = progress.add_task(url, total=total, live="")
+        # the URL as messages show it: user:password and the query string (a token) left out
+        task = progress.add_task(escape(display_url(url)), total=total, live="")
 
         def on_sample(snapshot, i: int) -> None:
             progress.update(task, completed=i + 1, live=render.live_line(snapshot))
