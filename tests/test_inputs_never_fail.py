@@ -224,3 +224,35 @@ def test_trtllm_and_lmdeploy_commands_are_read_not_skipped() -> None:
     assert result.exit_code == 0, result.output
     line = next(x for x in result.output.splitlines() if "LMDeploy" in x)
     assert line.startswith("- --serve-cmd：") and "--max-batch-size -> --max-num-seqs" in line
+
+
+def test_impossible_figures_in_real_files_end_in_a_line_or_a_note_never_exit_70(tmp_path, fixtures_dir) -> None:
+    """A reviewer's finds, on real files edited: a gauge reading +Inf (ZeroDivisionError in the KV
+    admission rule), a negative count (accepted and shown by the strict `probe load`), a request rate
+    of -1e308 (the memo's plot axis raised)."""
+    dump = (fixtures_dir / "vllm-cpu-real/metrics/A_05b_after_bench_in1024_c16.txt").read_text()
+    inf = tmp_path / "inf.txt"
+    edits = {'vllm:num_requests_running{engine="0",model_name="tiny-qwen2"} 0.0': 'vllm:num_requests_running{engine="0",model_name="tiny-qwen2"} +Inf',
+             'vllm:num_requests_waiting{engine="0",model_name="tiny-qwen2"} 0.0': 'vllm:num_requests_waiting{engine="0",model_name="tiny-qwen2"} 3.0',
+             'vllm:kv_cache_usage_perc{engine="0",model_name="tiny-qwen2"} 0.0': 'vllm:kv_cache_usage_perc{engine="0",model_name="tiny-qwen2"} 0.5'}
+    for old, new in edits.items():
+        assert old in dump
+        dump = dump.replace(old, new)
+    inf.write_text(dump)
+    assert "+Inf" in inf.read_text()
+    result = CliRunner().invoke(cli, ["ask", "why is it slow?", "--attach", str(inf), "--no-log", "--json"])
+    assert result.exit_code == 0, result.output
+
+    bench = json.loads((fixtures_dir / "real-bench/vllm-bench/llm-k8s_llama33-70b_tp8_qps04_vllm083_detailed.json").read_text())
+    negative = tmp_path / "negative.json"
+    negative.write_text(json.dumps({**bench, "completed": -5}))
+    result = CliRunner().invoke(cli, ["probe", "load", str(negative)])
+    assert result.exit_code == 3 and "'completed'" in result.output and "-5" in result.output
+    inputs = gather(question="why is it slow?", attachments=[negative])
+    assert [n.field for n in inputs.skipped] == ["completed"]
+
+    rate = tmp_path / "rate.json"
+    rate.write_text(json.dumps({**bench, "request_rate": -1e308}))
+    result = CliRunner().invoke(cli, ["memo", "--attach", str(rate), "-o", str(tmp_path / "memo.md"), "--no-log"])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "memo.md").exists()

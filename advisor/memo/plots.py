@@ -72,11 +72,12 @@ class Plot:
 
 
 def _axis(rows: list[LoadPointRow]) -> tuple[str | None, list[LoadPointRow]]:
-    """Closed-loop points when there are any (x = clients), else finite request rates (x = req/s)."""
+    """Closed-loop points when there are any (x = clients), else finite request rates above zero
+    (x = req/s; a rate of 0 or below sends nothing and is set aside by the gatherer)."""
     closed = [r for r in rows if r.key and r.key[0] == "c"]
     if closed:
         return "c", closed
-    rates = [r for r in rows if r.key and r.key[0] == "rate" and not math.isinf(r.key[1])]
+    rates = [r for r in rows if r.key and r.key[0] == "rate" and math.isfinite(r.key[1]) and r.key[1] > 0]
     return ("rate", rates) if rates else (None, [])
 
 

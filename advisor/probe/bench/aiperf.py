@@ -104,7 +104,7 @@ def _apply_config(run: BenchmarkRun, config: FieldReader | None) -> bool | None:
     loadgen = config.sub("loadgen")
     if loadgen is not None:
         run.offered_concurrency = loadgen.integer("concurrency")
-        run.offered_request_rate = loadgen.number("request_rate", allow_inf=True)
+        run.offered_request_rate = loadgen.number("request_rate", allow_inf=True, allow_negative=True)
         if loadgen.text("request_rate_mode"):
             run.metadata["request_rate_mode"] = loadgen.text("request_rate_mode")
     if config.text("cli_command"):

@@ -89,11 +89,16 @@ class FieldReader:
     def raw(self, key: str) -> Any:
         return self.obj.get(key)
 
-    def number(self, key: str, *, allow_inf: bool = False) -> float | None:
+    def number(self, key: str, *, allow_inf: bool = False, allow_negative: bool = False) -> float | None:
+        """A figure of a benchmark (a count, a rate, a time, a length): never below zero, so a
+        negative one is refused here, naming the field, instead of reaching a plot or a division."""
         try:
-            return as_number(self.obj.get(key), allow_inf=allow_inf)
+            value = as_number(self.obj.get(key), allow_inf=allow_inf)
         except ValueError as exc:
             raise self.error(key, f"expected a number, got {exc}") from None
+        if value is not None and value < 0 and not allow_negative:
+            raise self.error(key, f"expected a number of zero or more, got {value:g}")
+        return value
 
     def integer(self, key: str) -> int | None:
         value = self.number(key)

@@ -73,7 +73,7 @@ def _apply_config(run: BenchmarkRun, config: FieldReader | None) -> bool | None:
     stimulus = analyzer.sub("stimulus") if analyzer else None
     load_source = stimulus or config
     run.offered_concurrency = load_source.integer("concurrency")
-    run.offered_request_rate = load_source.number("request_rate", allow_inf=True)
+    run.offered_request_rate = load_source.number("request_rate", allow_inf=True, allow_negative=True)
     if analyzer is not None:
         measurement = analyzer.mapping("measurement")
         if measurement:

@@ -141,7 +141,7 @@ def _apply_strategy(run: BenchmarkRun, strategy: FieldReader | None) -> None:
         run.offered_request_rate = float("inf")
         run.offered_concurrency = strategy.integer("max_concurrency")
     elif kind in ("constant", "poisson", "async"):
-        run.offered_request_rate = strategy.number("rate", allow_inf=True)
+        run.offered_request_rate = strategy.number("rate", allow_inf=True, allow_negative=True)
         run.offered_concurrency = strategy.integer("max_concurrency")
     if kind is not None:
         run.label = kind if run.load_label.startswith("run ") else f"{kind} {run.load_label}"

@@ -92,7 +92,7 @@ def load_result(obj: dict[str, Any], *, source: str, index: int = 0, where: str 
     run.model = reader.text("model_id")
     run.backend = reader.text("backend") or reader.text("endpoint_type")
     run.num_prompts = reader.integer("num_prompts")
-    run.offered_request_rate = reader.number("request_rate", allow_inf=True)
+    run.offered_request_rate = reader.number("request_rate", allow_inf=True, allow_negative=True)
     run.offered_concurrency = reader.integer("max_concurrency")
 
     run.duration_s = reader.number("duration")

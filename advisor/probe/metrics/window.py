@@ -265,7 +265,9 @@ def _gauge_windows(ex: list[StepValues]) -> list[SeriesWindow]:
     for key in _keys_in_order(e.gauges for e in ex):
         present = np.array([e.gauges[key] for e in ex if key in e.gauges], dtype=float)
         finite = present[np.isfinite(present)]
-        stats = finite if finite.size else present
+        if not finite.size:  # "+Inf" or "NaN" requests running says nothing a reading can use
+            continue
+        stats = finite
         out.append(
             SeriesWindow(
                 family=key[0],
