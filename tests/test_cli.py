@@ -135,6 +135,11 @@ def test_usage_errors_exit_2():
     assert proc.returncode == 2
     assert "--input-len" in proc.stderr and "Traceback" not in proc.stderr
     assert _subprocess("probe", "no-such-command").returncode == 2
+    # zero or below is not "not given" (a reviewer's find: --tp 0 predicted TP 1, --input-len 0 took the profile's)
+    for flag, value in (("--tp", "0"), ("--num-gpus", "-1"), ("--input-len", "0")):
+        args = ["estimate", "--model", "Qwen2.5-7B", "--gpu", "H100", "--input-len", "100", "--output-len", "10", "--concurrency", "1", flag, value]
+        proc = _subprocess(*args)
+        assert proc.returncode == 2 and flag in proc.stderr, (flag, proc.stderr)
 
 
 class _MetricsServer:

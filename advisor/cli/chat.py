@@ -24,7 +24,7 @@ UI_MODULE = "vllm_advisor_tui.app"
 @click.option("--serve-cmd", help="The `vllm serve ...` command line.")
 @click.option("--model", help="Model: catalog name, Hugging Face id, or path to a config.json.")
 @click.option("--gpu", help="GPU: catalog name (H100, H800, H200, A100-80G, L40S, RTX4090, ...).")
-@click.option("--num-gpus", type=int, help="GPUs serving the model.")
+@click.option("--num-gpus", type=click.IntRange(min=1), help="GPUs serving the model.")
 @click.option("--vllm-version", help="vLLM version (decides the defaults of unset flags).")
 @click.option("--llm-base-url", metavar="URL", help="An OpenAI-compatible endpoint that writes the prose, streamed; the findings stay the advisor's.")
 @click.option("--llm-model", metavar="NAME", help="Model name at --llm-base-url (default: the one the endpoint serves).")

@@ -24,8 +24,8 @@ def deployment_options(f):
         click.option("--serve-cmd", help='The `vllm serve ...` command line.'),
         click.option("--model", help="Model: catalog name, Hugging Face id, or path to a config.json."),
         click.option("--gpu", help="GPU: catalog name (H100, H800, H200, A100-80G, L40S, RTX4090, ...)."),
-        click.option("--num-gpus", type=int, help="GPUs serving the model (default: TP x PP x DP)."),
-        click.option("--tp", type=int, help="Tensor-parallel size."),
+        click.option("--num-gpus", type=click.IntRange(min=1), help="GPUs serving the model (default: TP x PP x DP)."),
+        click.option("--tp", type=click.IntRange(min=1), help="Tensor-parallel size."),
         click.option("--vllm-version", help="vLLM version (decides the defaults of unset flags)."),
         click.option("--interconnect", type=click.Choice(["nvlink", "pcie"]), help="GPU interconnect, when it differs from the GPU's usual one."),
         click.option("--set", "set_args", multiple=True, metavar="KEY=VALUE", help="An engine argument, e.g. --set max_num_seqs=64 (repeatable)."),
@@ -37,8 +37,8 @@ def deployment_options(f):
 
 def workload_options(f):
     opts = [
-        click.option("--input-len", type=int, help="Prompt tokens per request (default: the profile's workload)."),
-        click.option("--output-len", type=int, help="Output tokens per request (default: the profile's workload)."),
+        click.option("--input-len", type=click.IntRange(min=1), help="Prompt tokens per request (default: the profile's workload)."),
+        click.option("--output-len", type=click.IntRange(min=1), help="Output tokens per request (default: the profile's workload)."),
         click.option("--concurrency", help="Closed-loop client counts: 1,40,100, or a range 1..256 (1, 2, 4, ... 256), or 1..256:5 (5 points on a log scale)."),
         click.option("--request-rate", help="Open-loop request rates (req/s), comma-separated; 'inf' = all at once."),
         click.option("--num-prompts", type=int, help="Requests per load point (default: 3 x concurrency, at least 8)."),
