@@ -256,3 +256,24 @@ def test_impossible_figures_in_real_files_end_in_a_line_or_a_note_never_exit_70(
     result = CliRunner().invoke(cli, ["memo", "--attach", str(rate), "-o", str(tmp_path / "memo.md"), "--no-log"])
     assert result.exit_code == 0, result.output
     assert (tmp_path / "memo.md").exists()
+
+
+def test_utf16_files_with_their_byte_order_mark_are_read(tmp_path, fixtures_dir) -> None:
+    """Windows PowerShell 5 redirects output as UTF-16: such a case file, log or /metrics dump was
+    refused as "a binary file" (a reviewer's find). Read, they give what their UTF-8 originals give."""
+    from vllm_advisor.probe.metrics import load_metrics_file
+    from vllm_advisor.probe.serverlog import parse_server_log
+
+    log = fixtures_dir / "real-logs/guidellm-bench_gpt-oss-20b_tp4_vllm-server.log"
+    dump = fixtures_dir / "vllm-cpu-real/metrics/A_05b_after_bench_in1024_c16.txt"
+    case = Path(__file__).resolve().parents[1] / "examples/seed-qwen32b-h800-long-input.yaml"
+    copies = {}
+    for src in (log, dump, case):
+        copies[src] = tmp_path / src.name
+        copies[src].write_bytes(src.read_text(encoding="utf-8").encode("utf-16"))  # with its BOM
+        assert copies[src].read_bytes()[:2] == b"\xff\xfe"
+    assert parse_server_log(copies[log]).kv_cache_tokens == parse_server_log(log).kv_cache_tokens == 1_479_680
+    assert load_metrics_file(copies[dump])[0].families.keys() == load_metrics_file(dump)[0].families.keys()
+    inputs = gather(profile=copies[case], attachments=[copies[log], copies[dump]], predict=False)
+    assert not inputs.skipped and inputs.server_logs and inputs.metrics_summaries
+    assert inputs.case is not None and inputs.case.question

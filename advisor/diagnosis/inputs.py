@@ -179,13 +179,13 @@ def _attach_folder(inputs: DiagnosisInputs, folder: Path) -> None:
 def _attach(inputs: DiagnosisInputs, path: Path) -> None:
     """Route one attached file to the probe module that owns its format."""
     from ..probe.bench import load_runs
-    from ..probe.files import check_readable, looks_binary, read_head
+    from ..probe.files import check_readable, decode_head, looks_binary, read_head
 
     check_readable(path)  # missing, a FIFO or device, empty, too large: one line before anything opens it
     head = read_head(path, 4096)
     if looks_binary(head[:1024]):
         raise InputFileError("is a binary file, expected a benchmark result, /metrics dump, server log or case file", source=str(path), reason="binary_attachment")
-    text = head.decode("utf-8", "replace")
+    text = decode_head(head)
     if "# TYPE vllm:" in text or "# HELP vllm:" in text or text.lstrip().startswith('{"source"') and '"families"' in text:
         from ..probe.metrics import load_metrics_file
 

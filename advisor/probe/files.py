@@ -100,9 +100,23 @@ def check_readable(path: str | Path, max_bytes: int | None = None) -> Path:
     return p
 
 
+#: The byte-order marks of UTF-16 text: Windows PowerShell 5 writes a redirected command's output so.
+UTF16_BOMS = (b"\xff\xfe", b"\xfe\xff")
+
+
+def is_utf16(head: bytes) -> bool:
+    return head.startswith(UTF16_BOMS)
+
+
+def decode_head(head: bytes) -> str:
+    """The first bytes of a file as text, for telling its kind (UTF-16 with its mark, else UTF-8)."""
+    return head.decode("utf-16" if is_utf16(head) else "utf-8", "replace")
+
+
 def looks_binary(head: bytes) -> bool:
-    """NUL bytes or a large share of control bytes in the first KiB means not text."""
-    if not head:
+    """NUL bytes or a large share of control bytes in the first KiB means not text (UTF-16 text,
+    whose NULs are half its bytes, is known by its byte-order mark)."""
+    if not head or is_utf16(head):
         return False
     if b"\x00" in head:
         return True
@@ -121,7 +135,7 @@ def read_head(path: str | Path, n: int = 4096) -> bytes:
 
 
 def read_text(path: str | Path, max_bytes: int | None = None) -> str:
-    """The whole file as text (UTF-8, BOM stripped), or a one-line error."""
+    """The whole file as text (UTF-8, BOM stripped; UTF-16 with its byte-order mark), or a one-line error."""
     p = check_readable(path, max_bytes)
     if looks_binary(read_head(p, 1024)):
         raise InputFileError("is a binary file, expected text (JSON, YAML, CSV or a log)", source=str(path), reason="binary_text")
@@ -134,8 +148,10 @@ def read_text(path: str | Path, max_bytes: int | None = None) -> str:
     if len(data) > limit:
         raise InputFileError(f"file grew past the {limit / 2**20:g} MiB limit while it was read", source=str(path), reason="grew", reason_args={"limit": f"{limit / 2**20:g}"})
     try:
-        return data.decode("utf-8-sig")
+        return data.decode("utf-16") if is_utf16(data) else data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
+        if is_utf16(data):
+            raise InputFileError(f"not UTF-16 text (byte {exc.start})", source=str(path), reason="not_utf8", reason_args={"byte": str(exc.start)}) from None
         raise InputFileError(f"not UTF-8 text (byte {exc.start})", source=str(path), reason="not_utf8", reason_args={"byte": str(exc.start)}) from None
 
 

@@ -30,6 +30,8 @@ lines, then from the user's non-default args. ``kv_cache_memory_gib`` is per wor
 
 from __future__ import annotations
 
+import codecs
+
 import ast
 import json
 import re
@@ -39,7 +41,7 @@ from typing import Any, BinaryIO, Iterable, Iterator
 
 from ..errors import InputFileError, UnknownFormatError
 from ..schema import ServerLogInfo, ServerStatsLine
-from .files import check_readable, looks_binary, max_input_bytes, read_head
+from .files import check_readable, is_utf16, looks_binary, max_input_bytes, read_head
 
 #: Logs are streamed, so they may be far larger than files read into memory.
 LOG_SIZE_FACTOR = 16
@@ -528,7 +530,12 @@ class _Scan:
 # public API
 
 
-def _lines(fh: BinaryIO) -> Iterator[str]:
+def _lines(fh: BinaryIO, utf16: bool = False) -> Iterator[str]:
+    if utf16:  # a log saved by Windows PowerShell 5: UTF-16 with its byte-order mark
+        reader = codecs.getreader("utf-16")(fh, errors="replace")
+        while line := reader.readline(MAX_LINE_BYTES):
+            yield line
+        return
     while True:
         raw = fh.readline(MAX_LINE_BYTES)
         if not raw:
@@ -561,11 +568,12 @@ def _scan(lines: Iterable[str], source: str) -> ServerLogInfo:
 def parse_server_log(path: str | Path) -> ServerLogInfo:
     """Read a vLLM server log file (streamed; up to 16x the usual input size limit)."""
     p = check_readable(path, max_bytes=max_input_bytes() * LOG_SIZE_FACTOR)
-    if looks_binary(read_head(p, 1024)):
+    head = read_head(p, 1024)
+    if looks_binary(head):
         raise InputFileError("is a binary file, expected a vLLM server log (text)", source=str(path))
     try:
         with open(p, "rb") as fh:
-            return _scan(_lines(fh), str(path))
+            return _scan(_lines(fh, is_utf16(head)), str(path))
     except OSError as exc:
         raise InputFileError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
 
