@@ -445,6 +445,14 @@ def test_gpu_aliases_resolve(query: str, name: str) -> None:
     assert get_gpu(query).name == name
 
 
+def test_a_memory_size_written_loosely_resolves_only_to_a_card_of_that_size() -> None:
+    """"A100-PCIe-80G" in a case file left the deployment unmodelled (a reviewer's find)."""
+    assert get_gpu("A100-PCIe-80G").name == "A100-PCIe-80GB" and get_gpu("A100-SXM4-80G").name == "A100-SXM4-80GB"
+    assert get_gpu("RTX 4090 24G").name == "RTX-4090" and get_gpu("L40S-48G").name == "L40S"
+    with pytest.raises(UnknownCatalogEntry):
+        get_gpu("RTX 4090 48G")  # a modified card with twice the memory is not the catalog's
+
+
 def test_ambiguous_gpu_names_carry_a_note() -> None:
     a100 = get_gpu("A100")
     assert a100.name == "A100-SXM4-80GB" and a100.note and "assumed A100-SXM4-80GB" in a100.note

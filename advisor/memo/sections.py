@@ -319,11 +319,20 @@ def measured_vs_predicted(ctx: MemoContext) -> str:
         parts.append(t(lang, "mvp_sources", items=items))
     cal = i.calibration
     if cal is not None and cal.unreachable:
-        items = text(lang, "sep.list").join(t(lang, "mvp_unreachable_item", load=r.load, figure=r.figure, measured=num(r.measured), model=num(r.predicted)) for r in cal.unreachable)
+        items = text(lang, "sep.list").join(t(lang, "mvp_unreachable_item", load=r.load, figure=_figure_name(lang, r.figure), measured=num(r.measured), model=num(r.predicted)) for r in cal.unreachable)
         parts.append(t(lang, "mvp_unreachable", items=items))
     if any(r.predicted for r in ctx.rows):
         parts.append(f"### {t(lang, 'server_view')}\n\n" + server_view(ctx))
     return "\n\n".join(parts)
+
+
+def _figure_name(lang: str, figure: str) -> str:
+    """A calibration figure ("request_output_tok_s.mean") as the catalog words it in ``lang``; the
+    field name only where the catalog has no words for it."""
+    from ..messages import has
+
+    key = f"figure.{figure.split('.')[0]}"
+    return text(lang, key) if has(lang, key) else figure
 
 
 def _real_vllm_line(lang: str, config) -> str:

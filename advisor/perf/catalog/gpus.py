@@ -9,6 +9,7 @@ reports (``nvidia-smi`` memory.total in MiB), which is what vLLM multiplies by
 from __future__ import annotations
 
 import functools
+import re
 from importlib import resources
 from typing import Literal
 
@@ -157,7 +158,34 @@ def get_gpu(name: str) -> GpuSpec:
         if key in assumed:
             spec = _catalog()[assumed[key]]
             return spec.model_copy(update={"note": f"'{name.strip()}' does not name one catalog entry; assumed {spec.name} ({spec.notes})"})
+    spec = _with_memory_size(name)
+    if spec is not None:
+        return spec
     raise unknown("gpu", name.strip(), {**exact, **assumed}, "see `list_gpus()` for the catalog")
+
+
+_MEMORY_SIZE = re.compile(r"[-\s_]*(\d{1,3})\s*g(?:b|ib)?$", re.IGNORECASE)
+
+
+def _with_memory_size(name: str) -> GpuSpec | None:
+    """A name with its memory size written loosely: "A100-PCIe-80G" is "A100-PCIe-80GB"; "RTX 4090
+    24G" or "L40S-48G" is the card named before the size, when the catalog's card has that much
+    memory (within 10%: "48G" may mean GB or GiB). Another size resolves nothing."""
+    m = _MEMORY_SIZE.search(name.strip())
+    if m is None:
+        return None
+    exact, _ = _index()
+    for key in _variants(name.strip()[: m.start(1)] + m.group(1) + "GB"):
+        if key in exact:
+            return _catalog()[exact[key]]
+    base = name.strip()[: m.start()]
+    for key in _variants(base) if base else []:
+        if key in exact:
+            spec = _catalog()[exact[key]]
+            size = int(m.group(1))
+            if any(abs(spec.memory_bytes / unit - size) <= 0.1 * size for unit in (1e9, 2**30)):
+                return spec
+    return None
 
 
 __all__ = ["GpuSpec", "PCIE_X16_GBS_PER_DIRECTION", "UnknownCatalogEntry", "get_gpu", "list_gpus"]
