@@ -34,6 +34,8 @@ def first_paragraph(markdown: str) -> str:
 def test_topics_of_a_question():
     assert topics("为什么40并发时每个请求的生成速度减半了？") == ["per_request_speed"]
     assert topics("为什么100并发和40并发差不多？") == ["no_change_with_load"]
+    assert topics("Why do only 4 requests run at once? TTFT is 20+ seconds.") == ["capacity", "first_token"]
+    assert topics("为什么同时只能跑 4 个请求？") == ["capacity"]
     assert topics("吞吐为什么只有440 token/卡/s？") == ["throughput"]
     assert topics("Why is TTFT 30 s at 40 clients?") == ["first_token"]
     assert topics("Why is each request slower at 40 clients, and why do 100 clients look like 40?") == ["per_request_speed", "no_change_with_load"]

@@ -84,10 +84,10 @@ def test_a_report_running_at_its_max_num_seqs_while_others_wait_points_at_the_ca
     assert not _running_evidence(board, "kv_capacity")
 
 
-def _vllm_inputs(running: float, waiting: float, *, input_len: int | None = None, max_num_seqs: int | None = None) -> DiagnosisInputs:
+def _vllm_inputs(running: float, waiting: float, *, input_len: int | None = None, output_len: int | None = None, max_num_seqs: int | None = None) -> DiagnosisInputs:
     inputs = DiagnosisInputs()
     inputs.engine_args = EngineArgs(max_num_seqs=max_num_seqs)
-    inputs.input_len = input_len
+    inputs.input_len, inputs.output_len = input_len, output_len
     inputs.case = CaseFile(observations=[Observation(concurrency=int(running + waiting), num_requests_running=running, num_requests_waiting=waiting)])
     return inputs
 
@@ -109,3 +109,16 @@ def test_long_prompts_beside_the_token_budget_explain_the_wait_without_the_kv_ca
     board = Board()
     _observations(_vllm_inputs(8.0, 7.0, input_len=300), board)
     assert _running_evidence(board, "kv_capacity")
+
+
+def test_long_prompts_explain_only_as_many_running_as_the_budget_admits():
+    """Little's law: one 8,000-token prompt per four 2,048-token steps, each then running 500 decode
+    steps, keeps about 129 requests running. 4 running with 26 waiting is not the budget: the KV
+    cache (a reviewer's case: --gpu-memory-utilization 0.5). With 20-token answers about 6 run, and
+    4 is the budget's."""
+    board = Board()
+    _observations(_vllm_inputs(4.0, 26.0, input_len=8000, output_len=500), board)
+    assert _running_evidence(board, "kv_capacity")
+    board = Board()
+    _observations(_vllm_inputs(4.0, 26.0, input_len=8000, output_len=20), board)
+    assert not _running_evidence(board, "kv_capacity")

@@ -31,7 +31,12 @@ PATTERNS: dict[Topic, re.Pattern[str]] = {
     ),
     "throughput": re.compile(r"吞吐|throughput|tokens? per second (overall|total)|总.{0,4}tok", re.I),
     "first_token": re.compile(r"\bttft\b|first[- ]token|首\s*token|首字|首个\s*token|time to first", re.I),
-    "capacity": re.compile(r"多少(个)?(并发|请求)|how many (requests|users|clients)|capacity|容量|kv cache|oom|out of memory|显存", re.I),
+    "capacity": re.compile(
+        r"多少(个)?(并发|请求)|how many (requests|users|clients)|capacity|容量|kv cache|oom|out of memory|显存|"
+        r"only \d+ (requests?|sequences|seqs|users|clients) (run|are running|running|at once|in parallel|at a time)|"
+        r"(同时|一次)只(能)?(跑|运行|处理|有)|只有\s*\d+\s*个?(请求)?在(跑|运行)|最多(能)?同时",
+        re.I,
+    ),
     "config": re.compile(r"参数|配置|should i set|which (flag|setting|value)|--[a-z][a-z-]+|max[_-]num[_-]|gpu[_-]memory[_-]utilization", re.I),
 }
 

@@ -30,7 +30,7 @@ def _observations(inputs: DiagnosisInputs, board: Board) -> None:
     # "busy only 10%" and "busy only 0%" one after the other); every point still counts as evidence
     idlest = min((o for o in obs if o.gpu_util_pct is not None and o.gpu_util_pct < 70), key=lambda o: o.gpu_util_pct, default=None)
     caps = batch_caps(inputs) if any(o.num_requests_waiting for o in obs) else ()
-    long_prompts = bool(inputs.input_len and inputs.input_len >= _token_budget(inputs) / 2)
+    budget_running = _budget_bound_running(inputs)
     for o in obs:
         at = f"c={o.concurrency}" if o.concurrency else None
         if o.preemptions:
@@ -45,6 +45,7 @@ def _observations(inputs: DiagnosisInputs, board: Board) -> None:
             board.add("kv_capacity", 2.0, _rep(msg("ev.kv_usage"), o.kv_cache_usage_pct, "%", load=at))
         if o.num_requests_waiting:
             board.add("queueing", 1.5, _rep(msg("ev.waiting"), float(o.num_requests_waiting), load=at))
+            long_prompts = budget_running is not None and (o.num_requests_running or 0) >= 0.5 * budget_running
             _admission(board, o.num_requests_running, o.num_requests_waiting, caps, at, long_prompts=long_prompts)
         if o.gpu_util_pct is not None and o.gpu_util_pct < 70:
             board.add(
@@ -111,6 +112,21 @@ def batch_caps(inputs: DiagnosisInputs) -> tuple[int, ...]:
 
 #: The smallest per-step token budget vLLM defaults to with chunked prefill (perf/defaults.py).
 SMALLEST_DEFAULT_BUDGET = 2048
+
+
+def _budget_bound_running(inputs: DiagnosisInputs) -> float | None:
+    """How many requests run when the step's token budget alone holds admission back: None when the
+    prompts are short beside the budget (several start in one step), else by Little's law one new
+    prompt per ``input_len / budget`` steps, each running its prefill steps and ``output_len`` decode
+    steps: ``1 + output_len * budget / input_len`` (0 when the output length is not known: then the
+    budget may explain any count). 8,000-token prompts with 500-token answers under a 2,048-token
+    budget keep about 129 running: 4 running with 26 waiting is not the budget but the KV cache."""
+    budget = _token_budget(inputs)
+    if not inputs.input_len or inputs.input_len < budget / 2:
+        return None
+    if not inputs.output_len:
+        return 0.0
+    return 1 + inputs.output_len * budget / inputs.input_len
 
 
 def _token_budget(inputs: DiagnosisInputs) -> int:
