@@ -81,7 +81,7 @@ def test_lengths_with_thousands_separators(text, lengths):
 
 def test_names_and_counts_as_people_write_them():
     said = read_stated_facts("Qwen/Qwen2.5-32B-Instruct-AWQ, TP2 on two H800s, 63K-token prompts, 1K-token outputs, 40 and 100 clients, vllm==0.6.3")
-    assert said == StatedFacts(model="Qwen2.5-32B-Instruct-AWQ", gpu="H800-SXM", num_gpus=2, tensor_parallel_size=2, vllm_version="0.6.3", input_len=63_000, output_len=1_000, concurrency=[40, 100])
+    assert said == StatedFacts(model="Qwen2.5-32B-Instruct-AWQ", gpu="H800-SXM", num_gpus=2, tensor_parallel_size=2, vllm_version="0.6.3", quantization="awq", input_len=63_000, output_len=1_000, concurrency=[40, 100])
     assert read_stated_facts("两张 A800 跑 DeepSeek-R1-Distill-Qwen-32B，并发 64").model_dump(exclude_defaults=True) == {
         "model": "DeepSeek-R1-Distill-Qwen-32B",
         "gpu": "A800-SXM4-80GB",
@@ -361,3 +361,55 @@ def test_chinese_characters_are_modelled_as_the_tokenizers_tokens_and_the_answer
 def test_each_number_is_read_for_the_word_it_follows(text, expected):
     said = read_stated_facts(text)
     assert (said.input_len, said.output_len, said.concurrency) == expected
+
+
+@pytest.mark.parametrize(
+    "text,flags",
+    [
+        ("Qwen2.5-7B on H100, max-model-len 设成 128K，为什么 1.3x？", {"max_model_len": 131072}),  # a reviewer's case: 32,768 was assumed
+        ("I run with --max-num-seqs 8 and 64 clients", {"max_num_seqs": 8}),
+        ("gpu_memory_utilization=0.95, kv_cache_dtype=fp8", {"gpu_memory_utilization": 0.95, "kv_cache_dtype": "fp8"}),
+        ("--max-num-batched-tokens=2048 --block-size 32", {"max_num_batched_tokens": 2048, "block_size": 32}),
+        # proposed, not run: nothing read
+        ("Should I set max_num_seqs to 256?", {}),
+        ("改成 max_num_batched_tokens 512 会不会更快", {}),
+        ("如果把 max_num_seqs 设成 64 呢", {}),
+        ("max_num_seqs 8 or max_num_seqs 16?", {}),  # two values: neither
+    ],
+)
+def test_settings_given_with_their_value_are_read(text, flags):
+    assert read_stated_facts(text).flags == flags
+
+
+def test_a_setting_in_the_words_fills_only_what_the_command_left_unsaid():
+    inputs = gather(question="Qwen2.5-7B on one H100, --max-num-seqs 8 and max-model-len 16K, 64 clients: why is TTFT high?",
+                    serve_cmd="vllm serve Qwen/Qwen2.5-7B-Instruct --max-num-seqs 32", predict=False)
+    assert inputs.engine_args.max_num_seqs == 32  # the command ran: it wins
+    assert inputs.engine_args.max_model_len == 16384
+    assert inputs.stated.flags == {"max_model_len": 16384}
+
+
+@pytest.mark.parametrize(
+    "text,fmt",
+    [
+        ("GPTQ 4bit 的 Qwen2.5-32B 放在单张 4090 上，生成速度只有 8 token/s", "gptq"),  # a reviewer's case: advised to quantise
+        ("Qwen2.5-72B-Instruct-AWQ on 2x A100", "awq"),
+        ("a 4-bit model on an L4", "w4a16"),
+        ("AWQ vs GPTQ on Llama-70B: which is faster?", None),  # a comparison names no one format
+        ("fp8 kv cache on H100", None),  # the KV cache's format, not the weights'
+        ("int4 kv cache", None),
+    ],
+)
+def test_the_weights_format_the_words_name_is_read(text, fmt):
+    assert read_stated_facts(text).quantization == fmt
+
+
+def test_weights_the_question_says_are_quantised_are_not_advised_to_be_quantised():
+    from vllm_advisor.diagnosis.engine import diagnose
+    from vllm_advisor.diagnosis.report_facts import weights_quantised
+
+    inputs = gather(question="GPTQ 4bit 的 Qwen2.5-32B 放在单张 4090 上，生成速度只有 8 token/s，正常吗？")
+    assert inputs.deployment.quantization == "gptq" and weights_quantised(inputs)
+    assert inputs.engine is not None and inputs.engine.memory.weights_gib < 24  # modelled at 4 bits: it fits the card
+    flags = [r.flag for f in diagnose(inputs).findings for r in f.recommendations]
+    assert "--quantization fp8" not in flags and not any(f and "awq" in f.lower() for f in flags)

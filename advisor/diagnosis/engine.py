@@ -247,6 +247,8 @@ def stated_facts(said) -> list[Msg]:
         out.append(msg("stated.tp", tp=said.tensor_parallel_size))
     if said.vllm_version:
         out.append(msg("stated.version", version=said.vllm_version))
+    if said.quantization:
+        out.append(msg("stated.quantization", name=said.quantization))
     for kind, tokens, chars in (("input", said.input_len, said.input_chars), ("output", said.output_len, said.output_chars)):
         if tokens and chars:  # a length in Chinese characters, turned into tokens (diagnosis/char_lengths.py)
             out.append(msg(f"stated.{kind}_chars", chars=chars, tokens=q(tokens, "tokens"), ratio=said.tokens_per_char))
@@ -254,6 +256,8 @@ def stated_facts(said) -> list[Msg]:
             out.append(msg(f"stated.{kind}", tokens=q(tokens, "tokens")))
     if said.concurrency:
         out.append(msg("stated.concurrency", clients=", ".join(str(c) for c in said.concurrency)))
+    for name, value in said.flags.items():  # a flag and its value: names, worded in no language
+        out.append(msg("stated.flag", flag="--" + name.replace("_", "-"), value=str(value)))
     return out
 
 

@@ -383,7 +383,7 @@ def _logs_within_benchmarks(inputs: DiagnosisInputs) -> None:
 
 
 #: Deployment fields the user's words may fill (beside the TP flag and the workload).
-WORDS_FILL = ("model", "gpu", "num_gpus", "vllm_version")
+WORDS_FILL = ("model", "gpu", "num_gpus", "vllm_version", "quantization")
 
 
 def facts_from_words(inputs: DiagnosisInputs) -> StatedFacts:
@@ -418,6 +418,10 @@ def facts_from_words(inputs: DiagnosisInputs) -> StatedFacts:
             used[name], used[name.replace("_len", "_chars")], used["tokens_per_char"] = length.tokens, length.chars, length.per_char
     if said.concurrency and not inputs.measured and not (w and (w.concurrency or w.request_rate)):
         used["concurrency"] = said.concurrency
+    given = " ".join([dep.serve_command or "", *map(str, dep.flags)]).replace("-", "_")
+    flags = {name: value for name, value in said.flags.items() if name not in given} if vllm_only else {}
+    if flags:  # "max-model-len 设成 128K": a setting the serve command and the flags left unsaid
+        used["flags"] = flags
     if used:
         used["reports_figures"] = said.reports_figures
     return StatedFacts(**used)
@@ -432,6 +436,8 @@ def _fill_from_words(inputs: DiagnosisInputs) -> None:
             setattr(dep, name, getattr(said, name))
     if said.tensor_parallel_size:
         dep.flags["tensor_parallel_size"] = said.tensor_parallel_size
+    for name, value in said.flags.items():
+        dep.flags.setdefault(name, value)
     inputs.stated = said
 
 

@@ -17,6 +17,11 @@ from .inputs import DiagnosisInputs
 QUANTISED_NAME = re.compile(r"awq|gptq|gguf|\bq[2-8](_k)?(_[msl])?\b|int[48]|w[48]a(8|16)|\bfp8\b|nvfp4|mxfp4|bnb|[48][- ]?bit|exl[23]", re.I)
 
 
+#: Words that say the weights run in a 4-bit format ("GPTQ 4bit", "an AWQ checkpoint", "Q4_K_M"): in a
+#: question these describe what runs (an 8-bit or FP8 word may be the KV cache's, so it is not read).
+QUANTISED_WORDS = re.compile(r"(?<![A-Za-z0-9])(awq|gptq|gguf|q[2-6]_k(_[msl])?|int4|w4a16|nvfp4|mxfp4|bnb|bitsandbytes|4[- ]?bit|exl[23])(?![A-Za-z0-9])", re.I)
+
+
 def weights_quantised(inputs: DiagnosisInputs) -> bool:
     """The deployment's weights are already quantised (a setting, the checkpoint's name, or the format
     the catalog knows its published weights ship in: gpt-oss's MXFP4, DeepSeek-V3's FP8)."""
@@ -24,6 +29,8 @@ def weights_quantised(inputs: DiagnosisInputs) -> bool:
 
     dep = inputs.deployment
     if dep.quantization or inputs.engine_args.quantization or QUANTISED_NAME.search(dep.model or ""):
+        return True
+    if QUANTISED_WORDS.search(inputs.question or ""):  # "用的是 GPTQ 4bit 的 32B": the asker runs it
         return True
     spec = find_model(dep.model) if dep.model else None
     return bool(spec and spec.checkpoint_quantization)

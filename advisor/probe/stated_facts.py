@@ -305,6 +305,63 @@ def _model(text: str) -> str | None:
     return next(iter(written.values())) if len(written) == 1 else None
 
 
+#: vLLM settings whose value the words may give, and how a value is read: token counts take "K" as
+#: 1,024 (a "128K" context is 131,072 tokens), a fraction is a number, a data type a word.
+_FLAG_KINDS = {
+    "max_num_seqs": "count", "max_num_batched_tokens": "tokens", "max_model_len": "tokens",
+    "gpu_memory_utilization": "fraction", "kv_cache_dtype": "dtype", "block_size": "count",
+    "pipeline_parallel_size": "count", "data_parallel_size": "count",
+}
+_FLAG_VALUE = re.compile(
+    r"(?<![A-Za-z0-9_])-{0,2}(" + "|".join(name.replace("_", "[-_]") for name in _FLAG_KINDS) + r")(?![A-Za-z0-9_])"
+    r"\s*(?:=|:|：|设成|设为|设置为|设置成|设的是|设的|为|是|set to|of|at)?\s*(?:=\s*)?"
+    r"(\d+(?:\.\d+)?\s*[kK]?|fp8(?:_e4m3|_e5m2)?|auto|bfloat16|float16|bf16|fp16)(?![A-Za-z0-9_.])",
+    re.IGNORECASE,
+)
+#: A value the words propose rather than run ("should I set max_num_seqs to 256?", "改成 512 会不会更快",
+#: "raised max-model-len from 32K to 128K"): words of change or doubt just before the setting.
+_PROPOSED = re.compile(r"\b(should|would|could|if|try|trying|chang\w*|rais\w+|increas\w+|decreas\w+|lower\w*|bump\w*|from)\b|如果|要不要|是否|会不会|建议|改|调|换|提高|降低|增加|减少|从", re.IGNORECASE)
+
+
+def _flags(text: str) -> dict[str, int | float | str]:
+    """The vLLM settings ``text`` gives one value each, as the server runs them (not as proposed)."""
+    found: dict[str, list] = {}
+    for m in _FLAG_VALUE.finditer(text):
+        if _PROPOSED.search(text[max(0, m.start() - 16) : m.start()]):
+            continue
+        name, raw = m.group(1).lower().replace("-", "_"), m.group(2).strip()
+        kind = _FLAG_KINDS[name]
+        value: int | float | str | None = None
+        if kind == "dtype":
+            value = {"bf16": "bfloat16", "fp16": "float16"}.get(raw.lower(), raw.lower()) if name == "kv_cache_dtype" else None
+        elif re.fullmatch(r"\d+(\.\d+)?", raw) or (kind == "tokens" and raw[-1] in "kK"):
+            number = float(raw[:-1]) * 1024 if raw[-1] in "kK" else float(raw)
+            if kind == "fraction":
+                value = number if 0 < number <= 1 else None
+            elif number.is_integer() and number >= 1:
+                value = int(number)
+        found.setdefault(name, []).append(value)
+    return {name: one for name, values in found.items() if (one := _one(values)) is not None and None not in values}
+
+
+#: The weights' format as words name it, and vLLM's name for it. 8-bit and FP8 words are left out:
+#: they as often describe the KV cache ("fp8 kv", "int8 kv cache") as the weights.
+_WEIGHT_FORMATS = (
+    ("awq", r"awq"), ("gptq", r"gptq"), ("nvfp4", r"nvfp4"), ("mxfp4", r"mxfp4"),
+    ("bitsandbytes", r"bnb|bitsandbytes|nf4"), ("w4a16", r"int4|w4a16|4[- ]?bit|4位|四位"),
+)
+_WEIGHT_FORMAT = re.compile(_A + "(" + "|".join(f"(?P<{name}>{pattern})" for name, pattern in _WEIGHT_FORMATS) + ")" + _Z + r"(?!\s*[-_]?kv)", re.IGNORECASE)
+
+
+def _quantization(text: str) -> str | None:
+    """The one weight format the words name (GPTQ and "4bit" together are GPTQ; AWQ beside GPTQ, as
+    in a comparison, is neither)."""
+    named = {next(name for name, _ in _WEIGHT_FORMATS if m.group(name)) for m in _WEIGHT_FORMAT.finditer(text)}
+    if len(named) > 1:
+        named.discard("w4a16")  # "GPTQ 4bit": the 4-bit is the GPTQ checkpoint's width
+    return named.pop() if len(named) == 1 else None
+
+
 def read_stated_facts(text: str | None) -> StatedFacts:
     """The deployment facts ``text`` names unambiguously (empty when it names none)."""
     text = (text or "")[:MAX_CHARS]
@@ -351,6 +408,8 @@ def read_stated_facts(text: str | None) -> StatedFacts:
         output_chars=outputs.get("chinese"),
         concurrency=_spread([c for c in concurrency if c <= 100_000], MAX_POINTS) if len(concurrency) <= 2 * MAX_POINTS else [],
         reports_figures=bool(_FIGURE.search(text)),
+        flags=_flags(text),
+        quantization=_quantization(text),
     )
 
 

@@ -16,6 +16,8 @@ class StatedFacts(BaseModel):
     num_gpus: int | None = Field(None, ge=1, le=4096)
     tensor_parallel_size: int | None = Field(None, ge=1, le=4096)
     vllm_version: str | None = None
+    #: the weights' format the words name ("GPTQ 4bit", "an AWQ checkpoint"), as vLLM's --quantization spells it
+    quantization: str | None = None
     input_len: int | None = Field(None, ge=1, le=MAX_TOKENS)
     output_len: int | None = Field(None, ge=1, le=MAX_TOKENS)
     #: a length the words give in Chinese characters ("输入约 5 万字"), not tokens: the gatherer turns it
@@ -24,6 +26,9 @@ class StatedFacts(BaseModel):
     output_chars: int | None = Field(None, ge=1, le=MAX_TOKENS * 4)
     tokens_per_char: float | None = Field(None, gt=0, description="the ratio the characters were read at (diagnosis/char_lengths.py)")
     concurrency: list[int] = Field(default_factory=list)  # client counts, ascending
+    #: vLLM settings the words give with their value ("max-model-len 设成 128K", "max_num_seqs=8"),
+    #: engine-arg name -> value; the gatherer uses one only where no serve command or flag set it
+    flags: dict[str, int | float | str] = Field(default_factory=dict)
     #: the words report figures of a running deployment (tok/s, ms, TTFT): the deployment they
     #: describe ran, so a memory model that says it cannot start has its own inputs wrong
     reports_figures: bool = False
