@@ -122,3 +122,32 @@ def test_long_prompts_explain_only_as_many_running_as_the_budget_admits():
     board = Board()
     _observations(_vllm_inputs(4.0, 26.0, input_len=8000, output_len=20), board)
     assert not _running_evidence(board, "kv_capacity")
+
+
+def test_a_served_max_model_len_a_little_above_the_modelled_cache_is_modelled_as_fitting(tmp_path):
+    """A reviewer's case: Llama-3.1-8B on an L4 at --max-model-len 36000, measured at 1 and 16 clients.
+    The model's cache came to 35,712 tokens, under one request of 36,000, so nothing was predicted
+    (the memo printed a dash for every figure). The server ran, so it had room for one: the cache is
+    taken to be that, for the deployment and its what-ifs, and the short answer says so."""
+    import yaml as _yaml
+
+    from vllm_advisor.answer import attach_sources, write_answer
+    from vllm_advisor.diagnosis.engine import diagnose
+    from vllm_advisor.diagnosis.inputs import gather
+
+    case = {"question": "Llama-3.1-8B on one L4, 32K-token prompts, 16 clients: TTFT is 40-60 s. Why?",
+            "deployment": {"engine": "vllm", "model": "meta-llama/Llama-3.1-8B-Instruct", "gpu": "L4", "num_gpus": 1,
+                           "serve_command": "vllm serve meta-llama/Llama-3.1-8B-Instruct --max-model-len 36000"},
+            "workload": {"input_len": 32000, "output_len": 300},
+            "observations": [{"concurrency": 1, "ttft_ms": {"mean": 9000}}, {"concurrency": 16, "ttft_ms": {"mean": 48000}}]}
+    path = tmp_path / "case.yaml"
+    path.write_text(_yaml.safe_dump(case))
+    inputs = gather(profile=path)
+    assert inputs.served_near_fit == (35_712, 36_000)
+    assert inputs.engine.memory.fits and inputs.engine.memory.kv_cache_tokens >= 36_000
+    assert len(inputs.predicted) == 2
+    diagnosis = diagnose(inputs)
+    attach_sources(diagnosis, inputs, kb=False)
+    md = write_answer(inputs, diagnosis, short=True).markdown
+    assert "taken to hold one request of 36,000 tokens" in md
+    assert "not modelled for this deployment" not in md  # the what-ifs start from the same cache

@@ -308,6 +308,9 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
             out.append(msg("note.max_model_len_served" if served else "note.max_model_len_assumed", tokens=q(cfg.max_model_len, "tokens")))
         if served_not_fit:
             out.append(msg("note.served_but_does_not_fit", kv=q(round(engine.memory.kv_cache_gib, 2), "GiB")))
+        if inputs.served_near_fit:
+            kv, length = inputs.served_near_fit
+            out.append(msg("note.served_near_fit", kv=q(kv, "tokens"), length=q(length, "tokens")))
     elif inputs.engine_error and inputs.words_about_other_engine:  # named, but not a vLLM deployment
         out.append(msg("note.words_other_engine"))
     elif inputs.engine_error and (not inputs.deployment.model or not inputs.deployment.gpu):

@@ -57,6 +57,9 @@ class DiagnosisInputs:
     #: perf.memory.MemoryParams the engine (and every what-if of it) is built with: the KV pool an
     #: attached server log measured (diagnosis.logged_memory), None to use the estimates
     memory_params: Any = None
+    #: (KV tokens modelled, the user's max_model_len) when a served deployment's max_model_len came out
+    #: a little above the modelled KV cache and was modelled as fitting (``_model``)
+    served_near_fit: tuple[int, int] | None = None
     #: the engine arguments ``engine`` was built from (the user's, plus what the advisor derived: a
     #: tensor-parallel size the weights need, a max_model_len the served requests prove), and those names
     modelled_args: EngineArgs | None = None
@@ -382,6 +385,10 @@ def _logs_within_benchmarks(inputs: DiagnosisInputs) -> None:
             inputs.server_logs[k] = log.model_copy(update={"stats": inside})
 
 
+#: A served deployment whose max_model_len is above the modelled KV cache by less than this share's
+#: complement (the memory model's error on real servers is ~1%: catalog/vllm-h200.yaml) is modelled as fitting.
+NEAR_FIT = 0.9
+
 #: Deployment fields the user's words may fill (beside the TP flag and the workload).
 WORDS_FILL = ("model", "gpu", "num_gpus", "vllm_version", "quantization")
 
@@ -559,6 +566,7 @@ def _sharded_when_needed(dep: Deployment, args: EngineArgs, engine, needed: int 
 def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
     """Build the engine model and predict the measured load points, when the facts allow."""
     from ..perf.calibrate import calibrate as fit
+    from ..perf.memory import MemoryParams
     from ..perf.predict import LoadPoint, build_engine_model, predict_load_point
     from .logged_memory import logged_memory_params
 
@@ -594,6 +602,20 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
         try:
             engine = build_engine_model(dep, args, needed_model_len=needed, derived=derived, memory_params=params)
             inputs.memory_params = params
+        except AdvisorError:
+            pass
+    mem = engine.memory
+    if not mem.fits and inputs.measured and params is None and mem.kv_cache_tokens >= NEAR_FIT * engine.config.max_model_len and not mem.has_sliding_layers:
+        # The server ran with the user's max_model_len, so vLLM found room for one request of it; the
+        # modelled cache is short of it by less than the model's own error: the cache is taken to be
+        # that one request (the deployment and every what-if of it), and a note says so (a reviewer's
+        # case: an L4 at --max-model-len 36000, 35,712 tokens modelled, 32K-token prompts measured;
+        # every prediction was left out)
+        floor = MemoryParams(served_floor_blocks=-(-engine.config.max_model_len // mem.block_size))
+        try:
+            engine = build_engine_model(dep, args, needed_model_len=needed, derived=derived, memory_params=floor)
+            inputs.memory_params = floor
+            inputs.served_near_fit = (mem.kv_cache_tokens, engine.config.max_model_len)
         except AdvisorError:
             pass
     inputs.engine = engine

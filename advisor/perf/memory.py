@@ -76,6 +76,9 @@ class MemoryParams(BaseModel):
     activation_bytes_per_token_factor: float = 1.0
     cuda_graph_gib: float = 0.5
     logged_correction_gib: float = 0.0
+    #: KV blocks a served deployment proves it had: vLLM starts only with room for one request of its
+    #: max_model_len, so a server that ran with it had at least that many (0: no such floor)
+    served_floor_blocks: int = 0
 
 
 class MemoryEstimate(BaseModel):
@@ -224,6 +227,10 @@ def estimate_memory(
         basis["num_gpu_blocks"] = "user: --num-gpu-blocks-override"
     else:
         num_blocks = max(0, int(kv_gib * GiB // block_bytes)) if block_bytes > 0 else 0
+        if 0 < num_blocks < p.served_floor_blocks and not sliding_bpt:
+            num_blocks = p.served_floor_blocks
+            kv_gib = num_blocks * block_bytes / GiB
+            basis["kv_cache_gib"] = "at least one request of max_model_len: the server ran with it (the estimate was a little under it)"
     # Per-request need at max_model_len, as vLLM computes "Maximum concurrency".
     L = cfg.max_model_len
     window = model.sliding_window or 0
