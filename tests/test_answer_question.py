@@ -220,3 +220,26 @@ def test_is_it_normal_or_my_setup_gets_its_yes_or_no_first(case, said):
     answer = Session(profile=cases / f"{case}.yaml", kb=False).answer().answer
     opening = answer.markdown.split("\n\n")[1]
     assert any(s in opening for s in ((said,) if isinstance(said, str) else said)), opening
+
+
+@pytest.mark.parametrize(
+    "question,opening",
+    [
+        # reviewers' cases: "largely expected" was said of 8 tok/s where one request can do ~30, from the ranking alone
+        ("GPTQ 4bit 的 Qwen2.5-32B 放在单张 4090 上，生成速度只有 8 token/s，正常吗？", r"这不是这套硬件应有的水平：单个请求在这里应能解码约 \d+(\.\d)? tok/s.*8 tok/s 只有它的 \d+%"),
+        ("Llama-3.1-8B on one A100, a single request decodes at 15 tok/s. Is that normal?", r"Not what this hardware can do: one request alone should decode at about \d+(\.\d)? tok/s.*15 tok/s is \d+% of that"),
+        ("Llama-3.1-8B on one H100, one request gets 120 tok/s. Is that expected?", r"Yes, for one request this is about what this hardware can do"),
+    ],
+)
+def test_is_this_speed_normal_is_answered_from_the_models_single_request_speed(question, opening):
+    answer = Session(kb=False).answer(question).answer.markdown
+    first = first_paragraph(answer)
+    assert re.search(opening, first), first
+
+
+def test_a_stated_speed_after_a_throughput_word_is_not_a_single_requests():
+    from vllm_advisor.probe.stated_facts import read_stated_facts
+
+    assert read_stated_facts("吞吐 2000 tokens/s，正常吗？").request_tok_s is None
+    assert read_stated_facts("throughput 440 tok/s, per request 22 tok/s").request_tok_s == 22
+    assert read_stated_facts("11 tok/s and 40 tok/s").request_tok_s is None  # two figures: neither

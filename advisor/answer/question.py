@@ -280,12 +280,28 @@ def asked_expectation(question: str | None) -> str | None:
     return None
 
 
+#: A stated per-request speed under this share of the model's single-request speed is not what the
+#: hardware does; between it and SPEED_NEAR it is neither said to be nor not to be (the model's decode
+#: steps are within ~10% on real vLLM, a user's figure may count the first token or the queue).
+SPEED_FAR_BELOW = 0.5
+SPEED_NEAR = 1.3
+
+
 def expectation_verdict(kind: str, diagnosis: Diagnosis) -> Msg | None:
     """The reply to "is this normal?" or "is my setup wrong?" from the leading finding's kind, hedged
     under one half of confidence (the fitted ranking's) unless figures computed for this deployment carry it."""
+    from ..schema.message import msg, q
+
+    speed = diagnosis.stated_speed
+    if speed is not None:  # the user's own figure beside what the GPU allows one request: physics first
+        share = speed.stated_tok_s / speed.modelled_tok_s
+        args = dict(stated=q(speed.stated_tok_s, "tok/s"), modelled=q(speed.modelled_tok_s, "tok/s"), pct=f"{round(100 * share)}%")
+        if share < SPEED_FAR_BELOW:
+            return msg(f"verdict.{kind}_below_model", **args)
+        if share <= SPEED_NEAR:
+            return msg(f"verdict.{kind}_at_model", **args)
     if not diagnosis.findings:
         return None
-    from ..schema.message import msg
 
     top = diagnosis.findings[0]
     if top.cause not in CAUSE_KIND:

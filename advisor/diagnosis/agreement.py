@@ -11,7 +11,7 @@ figures would agree by construction.
 from __future__ import annotations
 
 from ..schema import BenchmarkRun
-from ..schema.finding import ModelAgreement
+from ..schema.finding import ModelAgreement, StatedSpeed
 from .inputs import DiagnosisInputs
 
 #: Measured within this share of the prediction counts as agreeing (the model's held-out median error
@@ -56,3 +56,30 @@ def model_agreement(inputs: DiagnosisInputs) -> ModelAgreement | None:
         predicted_tpot_ms=round(_tpot(p), 2) if _tpot(p) else None,
         points=len(pairs),
     )
+
+
+#: The context a stated speed is taken at when the words give no lengths: a chat turn.
+DEFAULT_CONTEXT_TOKENS = 1024
+
+
+def stated_speed(inputs: DiagnosisInputs) -> StatedSpeed | None:
+    """A per-request speed the words state ("生成速度只有 8 token/s"), beside the model's decode speed of
+    one request alone on this deployment (its weights and KV read once per token at the GPU's
+    bandwidth, the step's fixed costs). None when no speed was stated, a benchmark file was given,
+    the deployment is not modelled or cannot hold that one request, or the words give a client
+    count above one; a KV cache short of the default max_model_len does not matter here."""
+    said = inputs.stated
+    engine = inputs.engine
+    if not said.request_tok_s or engine is None or any(c > 1 for c in said.concurrency):
+        return None
+    if any(m.format != "observations" for m in inputs.measured):  # a benchmark file says more than words
+        return None
+    from ..perf.simulator import StepBatch
+
+    context = (inputs.input_len or DEFAULT_CONTEXT_TOKENS) + (inputs.output_len or 0) // 2
+    if engine.memory.kv_cache_tokens < context:  # the weights leave no room for this one request
+        return None
+    step_ms = engine.step.breakdown(StepBatch(1, context, ())).total_ms
+    if not step_ms or step_ms <= 0:
+        return None
+    return StatedSpeed(stated_tok_s=said.request_tok_s, modelled_tok_s=round(1000.0 / step_ms, 1), context_tokens=context)

@@ -32,7 +32,7 @@ MODELLED_EFFECT = 2.0
 
 
 def diagnose(inputs: DiagnosisInputs, *, with_effects: bool = True) -> Diagnosis:
-    from .agreement import model_agreement
+    from .agreement import model_agreement, stated_speed
 
     board = Board()
     for detector in DETECTORS:
@@ -56,6 +56,7 @@ def diagnose(inputs: DiagnosisInputs, *, with_effects: bool = True) -> Diagnosis
         notes=diagnosis_notes(inputs),
         language=inputs.language,
         agreement=model_agreement(inputs),
+        stated_speed=stated_speed(inputs),
     )
 
 
@@ -256,6 +257,8 @@ def stated_facts(said) -> list[Msg]:
             out.append(msg(f"stated.{kind}", tokens=q(tokens, "tokens")))
     if said.concurrency:
         out.append(msg("stated.concurrency", clients=", ".join(str(c) for c in said.concurrency)))
+    if said.request_tok_s:
+        out.append(msg("stated.speed", speed=q(said.request_tok_s, "tok/s")))
     for name, value in said.flags.items():  # a flag and its value: names, worded in no language
         out.append(msg("stated.flag", flag="--" + name.replace("_", "-"), value=str(value)))
     return out

@@ -429,6 +429,8 @@ def facts_from_words(inputs: DiagnosisInputs) -> StatedFacts:
     flags = {name: value for name, value in said.flags.items() if name not in given} if vllm_only else {}
     if flags:  # "max-model-len 设成 128K": a setting the serve command and the flags left unsaid
         used["flags"] = flags
+    if said.request_tok_s and vllm_only:  # "生成速度只有 8 token/s": set beside the model's (diagnosis/agreement.py)
+        used["request_tok_s"] = said.request_tok_s
     if used:
         used["reports_figures"] = said.reports_figures
     return StatedFacts(**used)

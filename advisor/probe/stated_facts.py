@@ -362,6 +362,19 @@ def _quantization(text: str) -> str | None:
     return named.pop() if len(named) == 1 else None
 
 
+#: A per-request speed: a number with a tokens-per-second unit ("8 token/s", "11 tok/s", "每秒 30 个 token"
+#: is left out: its number comes after), not after a word of throughput or of the whole server.
+_SPEED = re.compile(r"(?<![\d.,])(\d{1,5}(?:\.\d+)?)\s*(?:tok(?:en)?s?\s*/\s*(?:s|sec|秒)\b|t/s\b|tokens?\s+per\s+second|token\s*每秒|个?\s*token\s*/\s*秒)", re.IGNORECASE)
+_AGGREGATE = re.compile(r"吞吐|throughput|total|aggregate|overall|combined|总|合计|整体|prefill|prompt|预填充|输入", re.IGNORECASE)
+
+
+def _request_speed(text: str) -> float | None:
+    """The one per-request speed the words state (two different ones, or one after a throughput word: none)."""
+    values = [float(m.group(1)) for m in _SPEED.finditer(text) if not _AGGREGATE.search(text[max(0, m.start() - 16) : m.start()])]
+    speed = _one(values)
+    return speed if speed is not None and 0 < speed <= 100_000 else None  # "0 tok/s" is a stall, not a speed
+
+
 def read_stated_facts(text: str | None) -> StatedFacts:
     """The deployment facts ``text`` names unambiguously (empty when it names none)."""
     text = (text or "")[:MAX_CHARS]
@@ -410,6 +423,7 @@ def read_stated_facts(text: str | None) -> StatedFacts:
         reports_figures=bool(_FIGURE.search(text)),
         flags=_flags(text),
         quantization=_quantization(text),
+        request_tok_s=_request_speed(text),
     )
 
 

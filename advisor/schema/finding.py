@@ -120,6 +120,18 @@ class ModelAgreement(BaseModel):
     points: int = 1
 
 
+class StatedSpeed(BaseModel):
+    """A per-request speed the user's words state beside the performance model's decode speed of one
+    request alone on the deployment (diagnosis/agreement.py): "is 8 tok/s normal?" answered from
+    what the GPU's memory bandwidth and the model's bytes allow."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    stated_tok_s: float
+    modelled_tok_s: float
+    context_tokens: int
+
+
 class Diagnosis(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -133,6 +145,8 @@ class Diagnosis(BaseModel):
     #: the measured figures agree with the model's prediction for this deployment (None: not measured,
     #: not modelled, or they disagree)
     agreement: ModelAgreement | None = None
+    #: a single-request speed the words state, beside the model's (None: none stated, or not modelled)
+    stated_speed: StatedSpeed | None = None
 
     @property
     def causes(self) -> list[str]:

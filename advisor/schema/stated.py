@@ -16,6 +16,9 @@ class StatedFacts(BaseModel):
     num_gpus: int | None = Field(None, ge=1, le=4096)
     tensor_parallel_size: int | None = Field(None, ge=1, le=4096)
     vllm_version: str | None = None
+    #: a per-request speed the words state ("生成速度只有 8 token/s", "11 tok/s for one request"): one
+    #: figure with a tokens-per-second unit and no throughput word before it
+    request_tok_s: float | None = Field(None, gt=0, le=100_000)
     #: the weights' format the words name ("GPTQ 4bit", "an AWQ checkpoint"), as vLLM's --quantization spells it
     quantization: str | None = None
     input_len: int | None = Field(None, ge=1, le=MAX_TOKENS)
