@@ -413,3 +413,12 @@ def test_weights_the_question_says_are_quantised_are_not_advised_to_be_quantised
     assert inputs.engine is not None and inputs.engine.memory.weights_gib < 24  # modelled at 4 bits: it fits the card
     flags = [r.flag for f in diagnose(inputs).findings for r in f.recommendations]
     assert "--quantization fp8" not in flags and not any(f and "awq" in f.lower() for f in flags)
+
+
+@pytest.mark.parametrize("word,value", [("五十", 50), ("十五", 15), ("两千", 2000), ("两千五", 2500), ("一万二", 12000), ("三百五", 350), ("一百零五", 105), ("五五", None)])
+def test_chinese_numerals_are_read_as_people_say_them(word, value):
+    from vllm_advisor.probe.stated_facts import _zh_numeral
+
+    assert _zh_numeral(word) == value
+    if value is not None:
+        assert read_stated_facts(f"并发{word}，输入 2K").concurrency == [value]

@@ -385,8 +385,9 @@ def _logs_within_benchmarks(inputs: DiagnosisInputs) -> None:
             inputs.server_logs[k] = log.model_copy(update={"stats": inside})
 
 
-#: A served deployment whose max_model_len is above the modelled KV cache by less than this share's
-#: complement (the memory model's error on real servers is ~1%: catalog/vllm-h200.yaml) is modelled as fitting.
+#: A served deployment whose modelled KV cache holds at least this share of one max_model_len request
+#: is modelled with the one request it must have held (the KV size is within 1% on the real servers of
+#: catalog/vllm-h200.yaml; an unknown release's overheads and a hand-written GPU name differ more).
 NEAR_FIT = 0.9
 
 #: Deployment fields the user's words may fill (beside the TP flag and the workload).

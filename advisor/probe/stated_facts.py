@@ -236,9 +236,14 @@ _ZH_NUMERAL = re.compile(r"(并发|输入|输出|生成|上下文)(\s*(?:数|长
 
 
 def _zh_numeral(word: str) -> int | None:
-    """"五十" -> 50, "两千" -> 2000, "一万二" -> None (not read: rare, and ambiguous)."""
-    total, digit, seen_unit = 0, None, False
+    """"五十" -> 50, "两千" -> 2000, "十五" -> 15, and a last digit after a hundred, thousand or ten
+    thousand counts one unit lower, as people say it: "两千五" -> 2500, "一万二" -> 12000, unless a
+    零 comes before it ("一百零五" -> 105). Two digits in a row ("五五") are no number."""
+    total, digit, unit, zero = 0, None, 0, False
     for ch in word:
+        if ch == "零":  # "一百零五": the digit after it is the ones
+            zero = True
+            continue
         if ch in _ZH_DIGITS:
             if digit is not None:
                 return None
@@ -249,9 +254,10 @@ def _zh_numeral(word: str) -> int | None:
                 total = (total + (digit or 0)) * unit
             else:
                 total += (1 if digit is None else digit) * unit
-            digit, seen_unit = None, True
-    total += digit or 0
-    return total if seen_unit or len(word) == 1 else None
+            digit = None
+    if digit is not None:
+        total += digit * (unit // 10 if unit >= 100 and not zero else 1)
+    return total if unit or len(word) == 1 else None
 
 
 def _arabic(text: str) -> str:
