@@ -54,6 +54,7 @@ class EndpointError(AdvisorError):
     """An HTTP endpoint timed out, refused, failed or answered with something unusable (exit code 4)."""
 
     exit_code = 4
+    default_reason = "endpoint_unusable"
 
 
 class UsageError(AdvisorError):

@@ -179,7 +179,7 @@ def test_every_reason_a_reader_gives_has_words_in_every_language() -> None:
         return out
 
     named = set().union(*(reasons(f) for f in Path(errors.__file__).parent.rglob("*.py")))
-    named |= {cls.default_reason for cls in (errors.AdvisorError, errors.InputFileError, errors.UnknownFormatError)}
+    named |= {cls.default_reason for cls in (errors.AdvisorError, errors.InputFileError, errors.UnknownFormatError, errors.EndpointError)}
     assert len(named) >= 20
     for language in LANGUAGES:
         missing = {r for r in named if f"input.reason.{r}" not in catalog(language)}
@@ -277,3 +277,23 @@ def test_utf16_files_with_their_byte_order_mark_are_read(tmp_path, fixtures_dir)
     inputs = gather(profile=copies[case], attachments=[copies[log], copies[dump]], predict=False)
     assert not inputs.skipped and inputs.server_logs and inputs.metrics_summaries
     assert inputs.case is not None and inputs.case.question
+
+
+def test_a_metrics_endpoint_that_fails_is_set_aside_and_the_answer_comes_from_the_rest(tmp_path) -> None:
+    """A wrong port in --metrics cost the whole answer (exit 4; a reviewer's most likely find): the URL
+    is now one set-aside note, shown without its user:password or query string, in the asker's language."""
+    from vllm_advisor.diagnosis.engine import diagnosis_notes
+    from vllm_advisor.messages import render
+
+    url = "http://alice:PW12@127.0.0.1:9/metrics?token=TK99"
+    case = Path(__file__).resolve().parents[1] / "examples/seed-qwen32b-h800-long-input.yaml"
+    inputs = gather(profile=case, metrics=[url], scrape_kwargs={"retries": 0, "timeout": 1}, predict=False)
+    [note] = inputs.skipped
+    assert note.source == "http://127.0.0.1:9/metrics" and note.reason == "endpoint_unusable" and "refused" in note.detail
+    zh = " ".join(render(m, "zh") for m in diagnosis_notes(inputs))
+    assert "没能从这个地址取得可用的数据" in zh and "PW12" not in zh and "TK99" not in zh
+    result = CliRunner().invoke(cli, ["ask", "--profile", str(case), "--metrics", url, "--no-log", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["findings"] and [s["source"] for s in data["skipped"]] == ["http://127.0.0.1:9/metrics"]
+    assert "PW12" not in result.output and "TK99" not in result.output

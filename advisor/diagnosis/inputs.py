@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import AdvisorError, InputFileError, UnknownFormatError
+from ..errors import AdvisorError, EndpointError, InputFileError, UnknownFormatError
 from ..schema import BenchmarkRun, CaseFile, Deployment, EngineArgs, InputNote, MetricsWindow, ServerLogInfo, StatedFacts
 
 CJK = re.compile(r"[\u3400-\u9fff]")
@@ -282,15 +282,26 @@ def gather(
 
         try:
             _add_metrics(inputs, load_metrics_source(source, **(scrape_kwargs or {})))
-        except InputFileError as exc:  # a saved dump that cannot be read; a URL that fails raises (exit 4)
-            inputs.set_aside(InputNote.from_error("attachment_skipped", exc, source, field=None))
+        except (InputFileError, EndpointError) as exc:
+            # a saved dump that cannot be read, or an endpoint that refused, timed out or is not vLLM's
+            # (a wrong port): the answer comes from the rest, and says which and why (the URL as
+            # messages show it: no user:password, no query string)
+            from ..probe.metrics.scrape import display_url
+
+            shown = display_url(source) if re.match(r"https?://", source.strip(), re.I) else source
+            inputs.set_aside(InputNote.from_error("attachment_skipped", exc, shown, field=None))
     if prometheus:  # a fleet through the Prometheus that scrapes it: the summed window, then each instance
         from ..probe.metrics.prometheus import fetch_prometheus, fleet_windows
+        from ..probe.metrics.scrape import display_url
 
-        fleet = fetch_prometheus(**prometheus)
-        for window in fleet_windows(fleet):
-            _add_window(inputs, window)
-        inputs.notes.extend(fleet.notes)
+        try:
+            fleet = fetch_prometheus(**prometheus)
+        except EndpointError as exc:
+            inputs.set_aside(InputNote.from_error("attachment_skipped", exc, display_url(str(prometheus.get("url") or "Prometheus")), field=None))
+        else:
+            for window in fleet_windows(fleet):
+                _add_window(inputs, window)
+            inputs.notes.extend(fleet.notes)
     for log in inputs.server_logs:  # a server log fills what the case left unknown
         from_log = deployment_from_server_log(log)
         for key in ("model", "vllm_version", "quantization"):
