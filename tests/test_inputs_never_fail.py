@@ -277,6 +277,10 @@ def test_utf16_files_with_their_byte_order_mark_are_read(tmp_path, fixtures_dir)
     inputs = gather(profile=copies[case], attachments=[copies[log], copies[dump]], predict=False)
     assert not inputs.skipped and inputs.server_logs and inputs.metrics_summaries
     assert inputs.case is not None and inputs.case.question
+    broken = tmp_path / "broken.json"  # a byte-order mark, then a lone surrogate: not UTF-16, said so
+    broken.write_bytes(b"\xff\xfe" + '{"a": 1}'.encode("utf-16-le") + b"\x00\xd8")
+    [note] = gather(question="为什么慢？", attachments=[broken]).skipped
+    assert note.reason == "not_utf16" and "UTF-16" in note.detail
 
 
 def test_a_metrics_endpoint_that_fails_is_set_aside_and_the_answer_comes_from_the_rest(tmp_path) -> None:

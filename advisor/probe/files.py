@@ -151,7 +151,7 @@ def read_text(path: str | Path, max_bytes: int | None = None) -> str:
         return data.decode("utf-16") if is_utf16(data) else data.decode("utf-8-sig")
     except UnicodeDecodeError as exc:
         if is_utf16(data):
-            raise InputFileError(f"not UTF-16 text (byte {exc.start})", source=str(path), reason="not_utf8", reason_args={"byte": str(exc.start)}) from None
+            raise InputFileError(f"not UTF-16 text (byte {exc.start})", source=str(path), reason="not_utf16", reason_args={"byte": str(exc.start)}) from None
         raise InputFileError(f"not UTF-8 text (byte {exc.start})", source=str(path), reason="not_utf8", reason_args={"byte": str(exc.start)}) from None
 
 
