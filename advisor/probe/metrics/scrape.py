@@ -59,10 +59,12 @@ def display_url(url: str) -> str:
 def make_client(*, timeout: float = 10, verify: bool | str = True) -> httpx.Client:
     """An httpx client with the timeout and TLS settings (``verify``: True, False or a CA bundle path).
     Each request, headers included, ends within ``timeout`` (``probe/http.py``): a server that drips
-    its headers a byte a second never trips httpx's per-read timeouts."""
-    from ..http import bounded_client
+    its headers a byte a second never trips httpx's per-read timeouts. The body is capped where it is
+    read (:func:`read_bounded`, whose error says the answer is no /metrics page); the transport's own
+    cap sits above it, so that it only backs it up and never speaks first."""
+    from ..http import bounded_client, max_body_bytes
 
-    return bounded_client(per_request_s=timeout, timeout=timeout, verify=_tls_setting(verify), follow_redirects=True)
+    return bounded_client(per_request_s=timeout, max_bytes=2 * max_body_bytes(), timeout=timeout, verify=_tls_setting(verify), follow_redirects=True)
 
 
 def scrape(
