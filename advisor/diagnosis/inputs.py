@@ -277,22 +277,19 @@ def gather(
             _attach_folder(inputs, path)
         else:
             _attach_lenient(inputs, path)
+    if metrics or prometheus:
+        from ..probe.metrics.load import is_url, load_metrics_source
+        from ..probe.metrics.scrape import display_url
     for source in metrics:
-        from ..probe.metrics import load_metrics_source
-
         try:
             _add_metrics(inputs, load_metrics_source(source, **(scrape_kwargs or {})))
         except (InputFileError, EndpointError) as exc:
             # a saved dump that cannot be read, or an endpoint that refused, timed out or is not vLLM's
             # (a wrong port): the answer comes from the rest, and says which and why (the URL as
             # messages show it: no user:password, no query string)
-            from ..probe.metrics.scrape import display_url
-
-            shown = display_url(source) if re.match(r"https?://", source.strip(), re.I) else source
-            inputs.set_aside(InputNote.from_error("attachment_skipped", exc, shown, field=None))
+            inputs.set_aside(InputNote.from_error("attachment_skipped", exc, display_url(source) if is_url(source) else source, field=None))
     if prometheus:  # a fleet through the Prometheus that scrapes it: the summed window, then each instance
         from ..probe.metrics.prometheus import fetch_prometheus, fleet_windows
-        from ..probe.metrics.scrape import display_url
 
         try:
             fleet = fetch_prometheus(**prometheus)

@@ -36,10 +36,15 @@ def load_metrics_file(path: str | Path, timestamp: float | None = None) -> list[
     return [snapshot]
 
 
+def is_url(url_or_path: str) -> bool:
+    """An http(s) URL, which is scraped; anything else is a file."""
+    return bool(_URL.match(url_or_path.strip()))
+
+
 def load_metrics_source(url_or_path: str, **kwargs) -> list[MetricsSnapshot]:
     """An http(s) URL is scraped once (``kwargs`` go to :func:`scrape`); anything else is a file
     (only ``timestamp`` is used), so a saved dump works wherever an endpoint does."""
-    if _URL.match(url_or_path.strip()):
+    if is_url(url_or_path):
         kwargs.pop("timestamp", None)
         return [scrape(url_or_path, **kwargs)]
     if not Path(url_or_path).exists() and _HOST_PORT.match(url_or_path.strip()):
