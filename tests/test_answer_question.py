@@ -243,3 +243,37 @@ def test_a_stated_speed_after_a_throughput_word_is_not_a_single_requests():
     assert read_stated_facts("吞吐 2000 tokens/s，正常吗？").request_tok_s is None
     assert read_stated_facts("throughput 440 tok/s, per request 22 tok/s").request_tok_s == 22
     assert read_stated_facts("11 tok/s and 40 tok/s").request_tok_s is None  # two figures: neither
+
+
+@pytest.mark.parametrize(
+    "question,opening,change",
+    [
+        # a reviewer's find: random prompts share no prefix, and "is prefix caching broken?" got "find where reuse breaks"
+        ("Is prefix caching broken? I serve meta-llama/Llama-3.1-8B-Instruct with --enable-prefix-caching on one H100, benchmark with "
+         "vllm bench serve --dataset-name random, and the prefix cache hit rate is 0%.", r"^No: random prompts give the cache nothing to reuse", "prefix_repetition"),
+        ("前缀缓存是不是坏了？Qwen2.5-7B 单卡 A100，用 vllm bench serve 随机数据集压测，命中率一直是 0", r"^没有坏：随机提示词让缓存无可复用", "prefix_repetition"),
+    ],
+)
+def test_is_prefix_caching_broken_with_random_prompts_is_answered_no(question, opening, change):
+    answer = Session(kb=False).answer(question).answer.markdown
+    assert re.search(opening, first_paragraph(answer)), first_paragraph(answer)
+    assert change in answer and "find where reuse breaks" not in answer
+
+
+def test_prompts_with_a_stated_shared_prefix_are_not_random():
+    answer = Session(kb=False).answer("Is prefix caching broken? Llama-3.1-8B on one H100, vllm bench serve --dataset-name random "
+                                      "--random-prefix-len 512, hit rate 0%.").answer.markdown
+    assert "No: random prompts" not in answer
+
+
+def test_random_prompts_that_hit_the_cache_were_sent_before_or_recomputed(tmp_path):
+    case = tmp_path / "case.yaml"
+    case.write_text(
+        "question: Is prefix caching broken? The hit rate looks too good for random prompts.\n"
+        "deployment: {engine: vllm, model: meta-llama/Llama-3.1-8B-Instruct, gpu: H100, num_gpus: 1}\n"
+        "workload: {input_len: 2000, output_len: 200, dataset: 'vllm bench serve --dataset-name random'}\n"
+        "observations:\n  - {concurrency: 32, prefix_cache_hit_rate: 38}\n"
+    )
+    answer = Session(profile=case, kb=False).answer().answer.full_markdown
+    assert "Not broken, but these hits are not reuse your traffic will get" in answer
+    assert "38% of prompt tokens hit the cache" in answer

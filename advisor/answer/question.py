@@ -311,6 +311,10 @@ def expectation_verdict(kind: str, diagnosis: Diagnosis) -> Msg | None:
                cause=msg(f"cause.{top.cause}"), pct=f"{round(100 * top.confidence)}%")
 
 
+#: Reasons about the benchmark's own prompts that answer "is X broken?" whatever the ranking (engine._workload_reasons).
+WORKLOAD_VERDICTS = {"reason.random_prompts": "verdict.prefix_random", "reason.random_prompts_hits": "verdict.prefix_random_hits"}
+
+
 def verdict(asked: Asked | None, diagnosis: Diagnosis) -> Msg | None:
     """Yes, in part, not shown yet, or probably not, for the first cause the question asks about,
     from the ranked findings: the asker's question answered before the reasons."""
@@ -323,6 +327,9 @@ def verdict(asked: Asked | None, diagnosis: Diagnosis) -> Msg | None:
     found = next((f for f in diagnosis.findings if f.cause == cause), None)
     name, top_name = msg(f"cause.{cause}"), msg(f"cause.{top.cause}")
     pct = f"{round(100 * found.confidence)}%" if found is not None else ""
+    workload = {r.id for r in found.reasons} & set(WORKLOAD_VERDICTS) if found is not None else set()
+    if workload:  # the benchmark's own prompts answer it (random prompts share no prefix): a no, not a ranking
+        return msg(WORKLOAD_VERDICTS[workload.pop()])
     if found is not None and not supported(found, asked.sentence) and found.confidence >= 0.2:
         if top.cause != cause and computed(top):  # the deployment's own figures point elsewhere
             return msg("verdict.unshown_other", cause=name, top=top_name, decide=msg(f"decide.{cause}"))

@@ -21,7 +21,7 @@ from .causes import WEIGHT_QUANT_FLAG
 from .deciding import fitted_command
 from .report_facts import (
     _A, _Z, BENCH_TOOL, HF_TRANSFORMERS, THROUGHPUT_FORMULA, catalog_gpu, compute_capability, engine_named_in_text, fp8_weights_unsupported, highest_concurrency, in_process_engine, kv_dtypes_compared,
-    offline_run, platform_named, portable_attention_set, PREFIX_REUSE_WORDS, prefix_caching_on, prefix_reuse_missing, requests_serialised, transformers_loop, weights_quantised, words_say,
+    offline_run, platform_named, portable_attention_set, PREFIX_REUSE_WORDS, RANDOM_PROMPT_HITS_PCT, prefix_caching_on, prefix_hit_pct, prefix_reuse_missing, prompts_share_nothing, requests_serialised, transformers_loop, weights_quantised, words_say,
 )
 
 #: The first vLLM release that has a flag or command (conservative: a release known to have it). A
@@ -233,7 +233,10 @@ def _reworded(rec: Recommendation, inputs: DiagnosisInputs) -> None:
         rec.flag, rec.change = None, msg("rec.cpu_frontend_other_engine")
     if rec.change.id == "rec.cuda_graph_1" and not inputs.engine_args.enforce_eager:
         rec.change = msg("rec.cuda_graph_sizes")  # "drop --enforce-eager" only to a user who set it
-    if rec.change.id == "rec.prefix_cache_1" and prefix_reuse_missing(inputs):
+    if rec.change.id == "rec.prefix_cache_1" and prompts_share_nothing(inputs) and (prefix_hit_pct(inputs) or 0.0) < RANDOM_PROMPT_HITS_PCT:
+        # random prompts: no hits is a working cache; the test that shows it work shares a prefix
+        rec.flag, rec.change = None, msg("rec.prefix_cache_random")
+    elif rec.change.id == "rec.prefix_cache_1" and prefix_reuse_missing(inputs):
         # hits are missing, not inflated: "measure with fresh prompts" answers the opposite complaint
         rec.flag, rec.change = None, msg("rec.prefix_cache_no_hits")
     if rec.change.id == "rec.memory_config_1" and inputs.engine is not None and inputs.engine.config.enable_chunked_prefill:

@@ -19,7 +19,7 @@ from .config_facts import detect_config
 from .inputs import DiagnosisInputs, diagnosis_prompts
 from .measured import detect_measured
 from .advice_fit import fitted_changes
-from .report_facts import HF_TRANSFORMERS, engine_display_name, engine_named_in_text, highest_concurrency, platform_named, transformers_loop
+from .report_facts import HF_TRANSFORMERS, engine_display_name, engine_named_in_text, highest_concurrency, platform_named, RANDOM_PROMPT_HITS_PCT, prefix_hit_pct, prompts_share_nothing, transformers_loop
 from .physics import detect_physics
 from .text_cues import detect_cues
 
@@ -165,9 +165,22 @@ def _finding(h: Hypothesis, inputs: DiagnosisInputs) -> Finding:
         confidence=max(0.01, round(h.probability, 2)) if h.probability is not None else h.confidence,
         score=round(h.probability if h.probability is not None else h.score, 3),
         evidence=h.evidence,
-        reasons=list(h.reasons),
+        reasons=_workload_reasons(h, inputs) + list(h.reasons),
         recommendations=recs,
     )
+
+
+def _workload_reasons(h: Hypothesis, inputs: DiagnosisInputs) -> list[Msg]:
+    """What the benchmark's prompts say about a prefix-cache finding: random prompts share no prefix, so
+    no hits is a working cache (a reviewer's find: "Is prefix caching broken?" with vllm bench serve's
+    random dataset got "find where reuse breaks"), and hits mean the prompts were sent before or were
+    recomputed. It words the finding; the ranking is the ranker's."""
+    if h.cause != "prefix_cache" or not prompts_share_nothing(inputs):
+        return []
+    hit = prefix_hit_pct(inputs)
+    if hit is not None and hit >= RANDOM_PROMPT_HITS_PCT:
+        return [msg("reason.random_prompts_hits", hit=q(round(hit, 1), "%"))]
+    return [msg("reason.random_prompts")]
 
 
 def _predict_effects(findings: list[Finding], inputs: DiagnosisInputs) -> None:

@@ -239,6 +239,52 @@ def prefix_reuse_missing(inputs: DiagnosisInputs) -> bool:
     return words_say(NO_PREFIX_REUSE, inputs)
 
 
+#: The benchmark's prompts are random tokens: vllm bench serve's random dataset (``--dataset-name random``,
+#: ``--random-input-len``), "random prompts", "随机生成的 prompt". Such prompts share no prefix unless
+#: ``--random-prefix-len`` gives them one (vLLM's benchmarking docs), so a working prefix cache finds nothing to reuse.
+RANDOM_PROMPTS = re.compile(
+    r"dataset[-_ ]name\s*[= ]?\s*['\"]?random(?![-_]mm)" + _Z
+    + r"|--random[-_]input[-_]len"
+    + r"|\brandom(?:ly generated)?\s+(?:synthetic\s+)?(?:prompts?|inputs?|tokens?|dataset|data|text|requests?)\b"
+    + r"|\b(?:prompts?|inputs?)\s+(?:are|were)\s+(?:generated\s+)?random(?:ly generated)?\b"
+    + r"|随机\s*(?:生成\s*)?(?:的\s*)?(?:prompt|提示词|数据集?|输入|token|文本|请求)",
+    re.I,
+)
+#: ...unless the words give them a common part: ``--random-prefix-len N`` (N > 0), the prefix-repetition
+#: dataset, a system prompt or template every request starts with.
+SHARED_PREFIX_WORDS = re.compile(
+    r"random[-_]prefix[-_]len\s*[= ]?\s*[1-9]|prefix[-_]repetition|shared[- ]prefix|common prefix|system prompt|same (?:prefix|template)"
+    r"|共享前缀|公共前缀|相同的?前缀|系统提示",
+    re.I,
+)
+
+
+#: A hit rate (percent of prompt tokens) that prompts sharing no prefix do not reach by chance.
+RANDOM_PROMPT_HITS_PCT = 5.0
+
+
+def prefix_hit_pct(inputs: DiagnosisInputs) -> float | None:
+    """The highest prefix-cache hit rate (percent) measured for this deployment: the report's observations,
+    a /metrics window, a server log's stats lines; None when none was measured."""
+    seen = [o.prefix_cache_hit_rate for o in inputs.observations]
+    seen += [eng.get("prefix_cache_hit_rate_pct") for summary in inputs.metrics_summaries for eng in summary.get("engines", [])]
+    seen += [line.prefix_cache_hit_rate_pct for log in inputs.server_logs for line in log.stats]
+    rates = [float(v) for v in seen if isinstance(v, (int, float))]
+    return max(rates) if rates else None
+
+
+def prompts_share_nothing(inputs: DiagnosisInputs) -> bool:
+    """The benchmark's prompts are random tokens with no common part (the words, the case's workload, a
+    benchmark file's recorded dataset): a prefix-cache hit rate near zero is then what a working cache shows."""
+    w = inputs.case.workload if inputs.case else None
+    if (w and w.shared_prefix_len) or inputs.shared_prefix_len or words_say(SHARED_PREFIX_WORDS, inputs):
+        return False
+    recorded = [(str(r.metadata.get("dataset_name") or ""), r.metadata.get("random_prefix_len")) for r in inputs.measured]
+    if any(name.lower() == "random" and not prefix for name, prefix in recorded):
+        return True
+    return words_say(RANDOM_PROMPTS, inputs)
+
+
 #: The words say prefix caching runs ("--enable-prefix-caching", "prefix caching is on", "开启了前缀缓存"),
 #: not that it is off (``--no-enable-prefix-caching``, "enable_prefix_caching=False").
 PREFIX_CACHING_STATED_ON = re.compile(
