@@ -210,12 +210,53 @@ def supported(f: Finding, sentence: str) -> bool:
     return False
 
 
+#: "What decode speed should I expect?", "How fast will it run?", "大概能跑多少 tok/s？": a question for the
+#: figures themselves, answered with what the performance model expects (a reviewer's find: it opened
+#: with the ranking's first cause).
+_FIGURES_ASKED = re.compile(
+    r"\bwhat\b[^.?!。？]{0,50}\b(?:should|can|could|would|will|do|might)\s+(?:i|we|you|it)\s+(?:expect|get|see|achieve|reach)\b"
+    r"|\bhow\s+(?:fast|quick(?:ly)?|many\s+tok(?:en)?s?\s*(?:/\s*s|per\s+sec\w*))\b"
+    r"|\bwhat(?:'s|\s+is|\s+are)?\s+(?:the\s+|a\s+)?(?:expected|realistic|achievable|reasonable)\s+(?:decode\s+|output\s+)?(?:speed|throughput|ttft|tpot|latency|tok/s|tokens?\s+per\s+second|performance)"
+    r"|(?:应该|大概|大约|预计|估计|理论上|能|可以)\s*(?:能)?\s*(?:跑|达到|有|到)?\s*(?:多少|多快)|多少\s*(?:tok(?:en)?s?\s*/\s*(?:s|秒)|token\s*每秒)|(?:预期|期望)(?:的)?(?:速度|吞吐|性能|首)",
+    re.I,
+)
+
+
+def asked_figures(question: str | None) -> bool:
+    """The question asks what speed, TTFT or throughput to expect (not why, not whether it is normal)."""
+    return bool(question) and any(_FIGURES_ASKED.search(sentence) for sentence in _SENTENCES.findall(question))
+
+
+def expected_verdict(diagnosis: Diagnosis) -> Msg | None:
+    """The model's figures for the deployment as the reply: at the load the question gives, else for one request alone."""
+    from ..schema.message import msg, q, q_time
+
+    e = diagnosis.expected
+    if e is None:
+        return None
+    single = q(e.single_tok_s, "tok/s")
+    release = (msg("verdict.expect_release", current=q(e.single_tok_s_measured_release, "tok/s"), release=e.measured_release)
+               if e.single_tok_s_measured_release and e.measured_release else "")
+    if e.load and e.request_tok_s and e.ttft_ms and e.output_tok_s and e.running and e.tpot_ms and e.single_ttft_ms:
+        return msg(
+            "verdict.expect_load", load=e.load, decode=q(e.request_tok_s, "tok/s"), tpot=q(e.tpot_ms, "ms"), ttft=q_time(e.ttft_ms, "ms"),
+            throughput=q(e.output_tok_s, "tok/s"), running=q(e.running, "requests"), single=single, release_part=release,
+            single_ttft=q_time(e.single_ttft_ms, "ms"),
+        )
+    ttft = msg("verdict.expect_single_ttft", ttft=q_time(e.single_ttft_ms, "ms"), input=q(e.input_len, "tokens")) if e.single_ttft_ms and e.input_len else ""
+    return msg("verdict.expect_single", single=single, release_part=release, ttft_part=ttft)
+
+
 def question_verdict(question: str | None, diagnosis: Diagnosis) -> tuple[str | None, Msg | None]:
     """(the cause asked about, the verdict) for a yes/no question about a cause; for "is this
     normal?" or "did I set something up wrong?", (None, the verdict on the leading finding's kind);
     else (None, None): what both the short and the full answer open with."""
     asked = asked_causes(question)
     said = verdict(asked, diagnosis)
+    if said is None and diagnosis.stated_speed is None and asked_figures(question):
+        said = expected_verdict(diagnosis)
+        if said is not None:
+            return None, said
     if said is None and (kind := asked_expectation(question)) is not None:
         said = expectation_verdict(kind, diagnosis)
         return None, said if said is not None else agreement_verdict(diagnosis)

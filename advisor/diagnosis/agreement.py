@@ -11,7 +11,7 @@ figures would agree by construction.
 from __future__ import annotations
 
 from ..schema import BenchmarkRun
-from ..schema.finding import ModelAgreement, StatedSpeed
+from ..schema.finding import ExpectedFigures, ModelAgreement, StatedSpeed
 from .inputs import DiagnosisInputs
 
 #: Measured within this share of the prediction counts as agreeing (the model's held-out median error
@@ -62,6 +62,24 @@ def model_agreement(inputs: DiagnosisInputs) -> ModelAgreement | None:
 DEFAULT_CONTEXT_TOKENS = 1024
 
 
+def _single_request(inputs: DiagnosisInputs) -> tuple[float, int] | None:
+    """(tok/s, context tokens) of one request alone decoding on the modelled deployment: its weights and
+    KV read once per token at the GPU's bandwidth, the step's fixed costs; None when not modelled or
+    the KV cache cannot hold that one request."""
+    engine = inputs.engine
+    if engine is None:
+        return None
+    from ..perf.simulator import StepBatch
+
+    context = (inputs.input_len or DEFAULT_CONTEXT_TOKENS) + (inputs.output_len or 0) // 2
+    if engine.memory.kv_cache_tokens < context:  # the weights leave no room for this one request
+        return None
+    step_ms = engine.step.breakdown(StepBatch(1, context, ())).total_ms
+    if not step_ms or step_ms <= 0:
+        return None
+    return round(1000.0 / step_ms, 1), context
+
+
 def stated_speed(inputs: DiagnosisInputs) -> StatedSpeed | None:
     """A per-request speed the words state ("生成速度只有 8 token/s"), beside the model's decode speed of
     one request alone on this deployment (its weights and KV read once per token at the GPU's
@@ -74,12 +92,64 @@ def stated_speed(inputs: DiagnosisInputs) -> StatedSpeed | None:
         return None
     if any(m.format != "observations" for m in inputs.measured):  # a benchmark file says more than words
         return None
+    single = _single_request(inputs)
+    if single is None:
+        return None
+    return StatedSpeed(stated_tok_s=said.request_tok_s, modelled_tok_s=single[0], context_tokens=single[1])
+
+
+def expected_figures(inputs: DiagnosisInputs) -> ExpectedFigures | None:
+    """What the performance model expects of this deployment: one request alone, and the figures at the
+    heaviest client count the case or the words give (its uncalibrated prediction). None when a
+    benchmark file was given (its figures and the agreement above say more) or nothing is modelled."""
+    if any(m.format != "observations" for m in inputs.measured):
+        return None
+    single = _single_request(inputs)
+    if single is None:
+        return None
     from ..perf.simulator import StepBatch
 
-    context = (inputs.input_len or DEFAULT_CONTEXT_TOKENS) + (inputs.output_len or 0) // 2
-    if engine.memory.kv_cache_tokens < context:  # the weights leave no room for this one request
-        return None
-    step_ms = engine.step.breakdown(StepBatch(1, context, ())).total_ms
-    if not step_ms or step_ms <= 0:
-        return None
-    return StatedSpeed(stated_tok_s=said.request_tok_s, modelled_tok_s=round(1000.0 / step_ms, 1), context_tokens=context)
+    single_ttft = None
+    if inputs.input_len:  # one prompt alone: its prefill steps, chunked by the token budget
+        budget = inputs.engine.config.max_num_batched_tokens or inputs.input_len
+        done, ms = 0, 0.0
+        while done < inputs.input_len:
+            chunk = min(budget, inputs.input_len - done)
+            ms += inputs.engine.step.breakdown(StepBatch(0, 0, ((chunk, done),))).total_ms
+            done += chunk
+        ms += inputs.engine.step.eff.intake_delay_ms  # from the request sent to the scheduler (fitted on real vLLM)
+        single_ttft = round(ms, 1) if ms > 0 else None
+    figures = ExpectedFigures(single_tok_s=single[0], single_ttft_ms=single_ttft, input_len=inputs.input_len, output_len=inputs.output_len)
+    figures.single_tok_s_measured_release, figures.measured_release = _on_measured_release(inputs)
+    runs = [r for r in inputs.predicted if not r.calibrated and not r.ceiling and r.offered_concurrency]
+    if runs:
+        run = max(runs, key=lambda r: r.offered_concurrency)
+        tpot = _tpot(run)
+        view = run.server_view
+        figures.load = run.load_label
+        figures.tpot_ms = round(tpot, 1) if tpot else None
+        figures.request_tok_s = round(1000.0 / tpot, 1) if tpot else None
+        figures.ttft_ms = round(run.ttft_ms.median, 1) if run.ttft_ms is not None and run.ttft_ms.median else None
+        figures.output_tok_s = round(run.output_throughput_tok_s, 1) if run.output_throughput_tok_s else None
+        figures.running = round(view.running_mean, 1) if view is not None and view.running_mean else None
+    return figures
+
+
+def _on_measured_release(inputs: DiagnosisInputs) -> tuple[float | None, str | None]:
+    """One request alone with the engine terms fitted on the vLLM release measured on real GPUs, where
+    this deployment keeps the older sourced terms (its version not given, or older): (tok/s, release),
+    or (None, None) when they are the ones in use or change it by under 3%."""
+    from ..perf.efficiency import Efficiency, shipped_engine_fit
+
+    engine = inputs.engine
+    fitted, used = Efficiency(), engine.step.eff
+    if all(getattr(used, name) == getattr(fitted, name) for name in ("step_overhead_ms", "decode_graph_factor", "per_seq_overhead_us")):
+        return None, None
+    try:
+        engine.step.eff = used.model_copy(update={name: getattr(fitted, name) for name in ("step_overhead_ms", "per_seq_overhead_us", "decode_graph_factor")})
+        single = _single_request(inputs)
+    finally:
+        engine.step.eff = used
+    if single is None or abs(single[0] / _single_request(inputs)[0] - 1.0) < 0.03:
+        return None, None
+    return single[0], shipped_engine_fit().engine.split()[1]

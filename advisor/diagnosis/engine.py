@@ -32,7 +32,7 @@ MODELLED_EFFECT = 2.0
 
 
 def diagnose(inputs: DiagnosisInputs, *, with_effects: bool = True) -> Diagnosis:
-    from .agreement import model_agreement, stated_speed
+    from .agreement import expected_figures, model_agreement, stated_speed
 
     board = Board()
     for detector in DETECTORS:
@@ -57,6 +57,7 @@ def diagnose(inputs: DiagnosisInputs, *, with_effects: bool = True) -> Diagnosis
         language=inputs.language,
         agreement=model_agreement(inputs),
         stated_speed=stated_speed(inputs),
+        expected=expected_figures(inputs),
     )
 
 

@@ -120,6 +120,29 @@ class ModelAgreement(BaseModel):
     points: int = 1
 
 
+class ExpectedFigures(BaseModel):
+    """What the performance model expects of the deployment (diagnosis/agreement.py): one request alone,
+    and, where the words or the case give a load, the figures at the heaviest one. The reply to "what
+    speed should I expect?" when nothing was measured."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    single_tok_s: float = Field(description="decode speed of one request alone, tok/s (modelled)")
+    single_ttft_ms: float | None = Field(None, description="time to first token of one request alone, ms (modelled)")
+    single_tok_s_measured_release: float | None = Field(
+        None, description="the same with the engine terms fitted on the vLLM release measured on real GPUs, where this deployment's version is not given or older"
+    )
+    measured_release: str | None = Field(None, description="that release, e.g. '0.26.0'")
+    load: str | None = Field(None, description="the load point of the figures below, e.g. 'c=16'")
+    request_tok_s: float | None = Field(None, description="decode speed per request at that load, tok/s (1000 / TPOT)")
+    tpot_ms: float | None = None
+    ttft_ms: float | None = Field(None, description="TTFT p50 at that load, ms")
+    output_tok_s: float | None = Field(None, description="the server's output throughput at that load, tok/s")
+    running: float | None = Field(None, description="requests running at once (time-weighted mean)")
+    input_len: int | None = None
+    output_len: int | None = None
+
+
 class StatedSpeed(BaseModel):
     """A per-request speed the user's words state beside the performance model's decode speed of one
     request alone on the deployment (diagnosis/agreement.py): "is 8 tok/s normal?" answered from
@@ -147,10 +170,12 @@ class Diagnosis(BaseModel):
     agreement: ModelAgreement | None = None
     #: a single-request speed the words state, beside the model's (None: none stated, or not modelled)
     stated_speed: StatedSpeed | None = None
+    #: what the model expects of the deployment (None: not modelled, or measured runs say more)
+    expected: ExpectedFigures | None = None
 
     @property
     def causes(self) -> list[str]:
         return [f.cause for f in self.findings]
 
 
-__all__ = ["Citation", "Diagnosis", "Evidence", "Fact", "Finding", "MissingMeasurement", "ModelAgreement", "Msg", "Quantity", "Recommendation", "SimilarReport"]
+__all__ = ["Citation", "Diagnosis", "Evidence", "ExpectedFigures", "Fact", "Finding", "MissingMeasurement", "ModelAgreement", "Msg", "Quantity", "Recommendation", "SimilarReport"]
