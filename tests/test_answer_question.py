@@ -303,3 +303,37 @@ def test_the_expected_figures_follow_the_physics():
     # no version: older releases' host cost per step (sourced, 2 ms) beside the measured release's
     unknown = Session(kb=False).answer("How fast will Llama-3.1-8B-Instruct run on one H100 with 1000-token prompts?").diagnosis.expected
     assert unknown.single_tok_s < unknown.single_tok_s_measured_release == known.single_tok_s
+
+
+def test_tp_or_replicas_is_answered_with_the_what_if_and_a_worse_change_is_marked():
+    """A reviewer's find: "TP2 or two replicas?" opened with the PCIe all-reduce cost, and one replica per GPU
+    was advised beside the model's own prediction that it lowers throughput at this load."""
+    result = Session(kb=False).answer("Should I run Qwen2.5-14B-Instruct as TP2 across two L40S or as two replicas on one L40S each? "
+                                      "Prompts are 2000 tokens, outputs 300, about 32 concurrent users.")
+    first = first_paragraph(result.answer.markdown)
+    assert first.startswith("Keep tensor parallelism at this load: the performance model predicts one replica per GPU worse here ("), first
+    dp = next(r for f in result.diagnosis.findings for r in f.recommendations if "dp=2" in r.whatif and "tp=1" in r.whatif)
+    assert dp.predicted_worse and not dp.predicted_better
+    assert re.search(r"\*\*Predicted not to help at this load: .*`-tp 1 --data-parallel-size 2`", result.answer.markdown)
+
+
+def test_tp_or_replicas_in_chinese_names_the_trade():
+    first = first_paragraph(Session(kb=False).answer("两张 4090 跑 Qwen2.5-7B-Instruct，TP2 还是起两个实例？输入 1000 输出 500，并发 64").answer.markdown)
+    assert re.match(r"^(这是取舍而不是明显更好|这个负载下保持张量并行|每张卡各跑一个副本)", first), first
+
+
+@pytest.mark.parametrize(
+    "question,opening",
+    [
+        # reviewers' finds: "how many users can I serve?" got the prefill floor, with no count
+        ("How many concurrent 32K-token users can I serve on 2x A100 80GB with Llama-3.1-70B-Instruct AWQ (4-bit), TP=2? "
+         "Prompts are about 32K tokens and outputs about 1K tokens.",
+         r"^About 10\.\d requests of 33,000 tokens each fit in the KV cache at once \([\d,]+ tokens of KV cache at 160 KiB per token per GPU; the performance model\)"),
+        # "32K 上下文" is the window; the prompt is "输入两万"
+        ("两张 A100-80G 跑 Qwen2.5-72B-Instruct-AWQ，TP2，32K 上下文，输入两万输出一千，能同时服务多少人？",
+         r"^KV 缓存一次约能放下 1\d\.\d 个请求，每个 21,000 个 token"),
+    ],
+)
+def test_how_many_users_opens_with_the_count(question, opening):
+    first = first_paragraph(Session(kb=False).answer(question).answer.markdown)
+    assert re.search(opening, first), first

@@ -422,3 +422,32 @@ def test_chinese_numerals_are_read_as_people_say_them(word, value):
     assert _zh_numeral(word) == value
     if value is not None:
         assert read_stated_facts(f"并发{word}，输入 2K").concurrency == [value]
+
+
+@pytest.mark.parametrize(
+    "text,input_len,output_len",
+    [
+        # reviewers' finds: "Prompts are ... tokens" and "N output" with no "tokens" after it were not read
+        ("Prompts are 2000 tokens, outputs 300, about 32 concurrent users.", 2000, 300),
+        ("Prompts are about 32K tokens and outputs are roughly 1k", 32000, 1000),
+        ("Llama-3.1-8B on one H100, 1000 input, 200 output, 4 clients", 1000, 200),
+        ("1000 input and 200 output.", 1000, 200),
+    ],
+)
+def test_lengths_said_with_a_verb_or_without_tokens(text, input_len, output_len):
+    said = read_stated_facts(text)
+    assert (said.input_len, said.output_len) == (input_len, output_len)
+
+
+@pytest.mark.parametrize(
+    "text,gpus,tp",
+    [
+        # a reviewer's find: the option asked about ("Would TP=2 on two H100s be better?") was read as the deployment
+        ("Qwen2.5-32B on a single H100 SXM 80GB. Would TP=2 on two H100s be better than running two separate copies?", 1, None),
+        ("改成 TP4 会不会更快？现在是 TP2，两张 A100", 2, 2),
+        ("We run TP=2 on two H100s", 2, 2),
+    ],
+)
+def test_a_proposed_deployment_is_not_read_as_the_one_that_runs(text, gpus, tp):
+    said = read_stated_facts(text)
+    assert (said.num_gpus, said.tensor_parallel_size) == (gpus, tp)

@@ -352,7 +352,18 @@ def _recommendations(diagnosis: Diagnosis) -> list[tuple[Finding, Recommendation
                 continue
             seen.add(key)
             out.append((f, r))
-    return _own_settings_first(out)
+    return _worse_last(_own_settings_first(out))
+
+
+def _worse_last(recs: list[tuple[Finding, Recommendation]]) -> list[tuple[Finding, Recommendation]]:
+    """Changes the model predicts to make this load worse go after the others (engine.predicted_worse)."""
+    return [x for x in recs if not x[1].predicted_worse] + [x for x in recs if x[1].predicted_worse]
+
+
+def change_text(r: Recommendation, language: str) -> str:
+    """The change in words; one the model predicts to make this load worse says so before it."""
+    change = render(r.change, language).strip()
+    return f"{phrase(language, 'not_here')} {change}" if r.predicted_worse else change
 
 
 def _own_settings_first(recs: list[tuple[Finding, Recommendation]]) -> list[tuple[Finding, Recommendation]]:
@@ -379,7 +390,7 @@ def render_change(diagnosis: Diagnosis, language: str, recs: list[tuple[Finding,
     for n in above:
         out += [f"_{render(n, language)}_", ""]
     for i, (f, r) in enumerate(recs, start=1):
-        change = render(r.change, language).strip()
+        change = change_text(r, language)
         cite = markers(best_citation(f"{render(r.change, 'en')} {r.flag or ''}", f.sources))
         out.append(f"{i}. **{change}**{cite}")
         if r.flag:
@@ -611,7 +622,7 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
         for n in notes_above_changes(diagnosis, [r for _, r in changes]):  # whose flags these are, before them
             out += [f"_{render(n, language)}_", ""]
         for i, (f, r) in enumerate(changes, start=1):
-            line = f"{i}. **{render(r.change, language).strip()}**"
+            line = f"{i}. **{change_text(r, language)}**"
             if r.flag:
                 line += f" `{r.flag}`"
             if r.predicted_effect:
@@ -678,7 +689,7 @@ def _top_changes(diagnosis: Diagnosis, first: list[Finding]) -> list[tuple[Findi
     rest = [x for x in recs if x not in modelled]
     first_own = [x for x in recs if x[0] in first][:1]
     picked = first_own + [x for x in modelled + rest if x not in first_own]
-    return _own_settings_first(picked)[:SHORT_CHANGES]
+    return _worse_last(_own_settings_first(picked))[:SHORT_CHANGES]
 
 
 def resolve_language(inputs, diagnosis: Diagnosis, language: str | None) -> str:

@@ -32,7 +32,7 @@ PATTERNS: dict[Topic, re.Pattern[str]] = {
     "throughput": re.compile(r"吞吐|throughput|tokens? per second (overall|total)|总.{0,4}tok", re.I),
     "first_token": re.compile(r"\bttft\b|first[- ]token|首\s*token|首字|首个\s*token|time to first", re.I),
     "capacity": re.compile(
-        r"多少(个)?(并发|请求)|how many (requests|users|clients)|capacity|容量|kv cache|oom|out of memory|显存|"
+        r"多少(个)?(并发|请求|用户|人)|(能|可以)同时(服务|支持|跑)多少|how many (?:[\w-]+ ){0,3}(requests|users|clients|sessions|streams|conversations)|capacity|容量|kv cache|oom|out of memory|显存|"
         r"only \d+ (requests?|sequences|seqs|users|clients) (run|are running|running|at once|in parallel|at a time)|"
         r"(同时|一次)只(能)?(跑|运行|处理|有)|只有\s*\d+\s*个?(请求)?在(跑|运行)|最多(能)?同时",
         re.I,
@@ -247,12 +247,63 @@ def expected_verdict(diagnosis: Diagnosis) -> Msg | None:
     return msg("verdict.expect_single", single=single, release_part=release, ttft_part=ttft)
 
 
+#: "TP2 or two replicas?", "张量并行还是起两个实例？": a choice between splitting the model over the GPUs and
+#: one copy per GPU, answered with the what-if the diagnosis modelled for it (a reviewer's find: it opened
+#: with the ranking's first cause).
+_PARALLEL_CHOICE = re.compile(
+    r"\b(?:tp\s*\d*|tensor[- ]parallel\w*)\b[^.?!]{0,80}\b(?:or|vs\.?|versus|instead of)\b[^.?!]{0,60}\b(?:replicas?|instances?|copies|dp\s*\d*|data[- ]parallel\w*)\b"
+    r"|\b(?:replicas?|instances?|copies|dp\s*\d*|data[- ]parallel\w*)\b[^.?!]{0,80}\b(?:or|vs\.?|versus|instead of)\b[^.?!]{0,60}\b(?:tp\s*\d*|tensor[- ]parallel\w*)\b"
+    r"|(?:tp\s*\d*|张量并行)[^。？?]{0,40}(?:还是|或者|vs|对比|比)[^。？?]{0,40}(?:实例|副本|dp\s*\d*|数据并行)"
+    r"|(?:实例|副本|dp\s*\d*|数据并行)[^。？?]{0,40}(?:还是|或者|vs|对比|比)[^。？?]{0,40}(?:tp\s*\d*|张量并行)",
+    re.I,
+)
+
+
+def parallel_choice_verdict(question: str | None, diagnosis: Diagnosis) -> Msg | None:
+    """For "TP or replicas?": the what-if of one replica per GPU, as the model predicts it at this load."""
+    from ..schema.message import msg
+
+    if not question or not _PARALLEL_CHOICE.search(question):
+        return None
+    for f in diagnosis.findings:
+        for r in f.recommendations:
+            if any(w.startswith("dp=") for w in r.whatif) and "tp=1" in r.whatif and r.predicted_effect is not None and r.predicted_effect.id == "effect.model":
+                kind = "keep_tp" if r.predicted_worse else "replicas_better" if r.predicted_better else "replicas_trade"
+                return msg(f"verdict.{kind}", effect=r.predicted_effect, flag=r.flag or "")
+    return None
+
+
+#: "How many users can I serve?", "能同时服务多少人？": a question for the count itself.
+_HOW_MANY = re.compile(
+    r"\bhow many\b(?:\s+[\w-]+){0,4}?\s+(?:requests|users|clients|sessions|streams|conversations|people|seqs|sequences)\b"
+    r"|多少(?:个)?(?:并发|请求|用户|人|路)|(?:能|可以)?同时(?:服务|支持|跑|处理)多少|最多(?:能)?(?:同时)?(?:服务|支持|跑|处理)",
+    re.I,
+)
+
+
+def capacity_verdict(question: str | None, diagnosis: Diagnosis) -> Msg | None:
+    """For "how many users can I serve?": the requests the KV cache holds at once and their speed then (modelled)."""
+    from ..schema.message import msg, q
+
+    e = diagnosis.expected
+    if e is None or e.fits is None or not question or not _HOW_MANY.search(question) or not e.kv_cache_tokens:
+        return None
+    if any(r.id == "reason.kv_fit" for f in leading(diagnosis) for r in f.reasons):
+        return None  # the leading finding says it, with the clients that wait
+    speed = msg("verdict.capacity_speed", batch=e.full_batch, speed=q(e.full_batch_tok_s, "tok/s"), total=q(round(e.full_batch * e.full_batch_tok_s), "tok/s")) if e.full_batch and e.full_batch_tok_s else ""
+    return msg("verdict.capacity", fits=q(e.fits, "requests"), tokens=q(e.request_tokens, "tokens"), kv=q(e.kv_cache_tokens, "tokens"), per_token=q(e.kv_kib_per_token, "KiB"), speed=speed)
+
+
 def question_verdict(question: str | None, diagnosis: Diagnosis) -> tuple[str | None, Msg | None]:
     """(the cause asked about, the verdict) for a yes/no question about a cause; for "is this
     normal?" or "did I set something up wrong?", (None, the verdict on the leading finding's kind);
     else (None, None): what both the short and the full answer open with."""
     asked = asked_causes(question)
     said = verdict(asked, diagnosis)
+    if said is None and (said := parallel_choice_verdict(question, diagnosis)) is not None:
+        return None, said
+    if said is None and not diagnosis.disagreement and (said := capacity_verdict(question, diagnosis)) is not None:
+        return None, said
     if said is None and diagnosis.stated_speed is None and asked_figures(question):
         said = expected_verdict(diagnosis)
         if said is not None:
@@ -268,11 +319,20 @@ def question_verdict(question: str | None, diagnosis: Diagnosis) -> tuple[str | 
 def agreement_verdict(diagnosis: Diagnosis) -> Msg | None:
     """"The measurements are what the model predicts for these settings" when they agree
     (diagnosis/agreement.py) and no finding is likely: a server whose settings hold nothing back
-    gets that, with the figures side by side, before the weak candidates."""
+    gets that, with the figures side by side, before the weak candidates; "far slower than it
+    predicts" when a measured point is (the figures, then what the model leaves out)."""
+    from ..schema.message import msg, q
+
+    if diagnosis.findings and diagnosis.findings[0].confidence >= 0.5 and computed(diagnosis.findings[0]):
+        return None
+    d = diagnosis.disagreement
+    if d is not None:
+        tpot = msg("verdict.far_tpot", measured=q(d.measured_tpot_ms, "ms"), predicted=q(d.predicted_tpot_ms, "ms")) if d.measured_tpot_ms and d.predicted_tpot_ms else ""
+        rate = msg("verdict.far_rate", measured=q(d.measured_tok_s, "tok/s"), predicted=q(d.predicted_tok_s, "tok/s")) if d.measured_tok_s and d.predicted_tok_s else ""
+        return msg("verdict.far_slower", load=d.load, rate=rate, tpot=tpot)
     a = diagnosis.agreement
     if a is None or (diagnosis.findings and diagnosis.findings[0].confidence >= 0.5):
         return None
-    from ..schema.message import msg, q
 
     args = dict(load=a.load, measured=q(a.measured_tok_s, "tok/s"), predicted=q(a.predicted_tok_s, "tok/s"))
     top = diagnosis.findings[0] if diagnosis.findings else None

@@ -32,7 +32,7 @@ MODELLED_EFFECT = 2.0
 
 
 def diagnose(inputs: DiagnosisInputs, *, with_effects: bool = True) -> Diagnosis:
-    from .agreement import expected_figures, model_agreement, stated_speed
+    from .agreement import expected_figures, model_agreement, model_disagreement, stated_speed
 
     board = Board()
     for detector in DETECTORS:
@@ -56,6 +56,7 @@ def diagnose(inputs: DiagnosisInputs, *, with_effects: bool = True) -> Diagnosis
         notes=diagnosis_notes(inputs),
         language=inputs.language,
         agreement=model_agreement(inputs),
+        disagreement=model_disagreement(inputs),
         stated_speed=stated_speed(inputs),
         expected=expected_figures(inputs),
     )
@@ -186,10 +187,10 @@ def _workload_reasons(h: Hypothesis, inputs: DiagnosisInputs) -> list[Msg]:
 
 def _predict_effects(findings: list[Finding], inputs: DiagnosisInputs) -> None:
     """Run the what-if model for recommendations that name their changes, at the reported load points."""
-    from ..perf.predict import LoadPoint
+    from ..perf.predict import LoadPoint, load_point_of
     from ..perf.whatif import what_if
 
-    points = [LoadPoint(concurrency=r.offered_concurrency) for r in inputs.predicted if r.offered_concurrency]
+    points = [LoadPoint(concurrency=p.concurrency, request_rate=p.request_rate) for r in inputs.predicted if r.offered_concurrency and (p := load_point_of(r))]
     if not points or not inputs.input_len or not inputs.output_len:
         return
     points = points[-1:]  # the heaviest load point tells the story; keeps `ask` fast
@@ -198,7 +199,7 @@ def _predict_effects(findings: list[Finding], inputs: DiagnosisInputs) -> None:
     args = inputs.modelled_args or inputs.engine_args
     calibrated = inputs.calibration is not None and inputs.calibration.calibrated
     efficiency = inputs.calibration.efficiency if calibrated else None
-    seen: dict[tuple[str, ...], Msg] = {}
+    seen: dict[tuple[str, ...], tuple[Msg, bool, bool]] = {}
     baseline_runs: dict = {}  # every what-if below starts from the same deployment: one "before" simulation
     for f in findings:
         for rec in f.recommendations:
@@ -213,10 +214,10 @@ def _predict_effects(findings: list[Finding], inputs: DiagnosisInputs) -> None:
                         shared_prefix_len=inputs.shared_prefix_len or 0,
                         num_prompts=diagnosis_prompts(points[0]), baseline_runs=baseline_runs, memory_params=inputs.memory_params,
                     )
-                    seen[key] = _effect(result)
+                    seen[key] = _effect(result), predicted_worse(result), predicted_better(result)
                 except AdvisorError:
-                    seen[key] = msg("effect.not_modelled")
-            rec.predicted_effect = seen[key]
+                    seen[key] = msg("effect.not_modelled"), False, False
+            rec.predicted_effect, rec.predicted_worse, rec.predicted_better = seen[key]
 
 
 #: What-if deltas worth a reader's attention: the what-if figure and its message id.
@@ -226,6 +227,31 @@ EFFECT_FIGURES = (
     ("output throughput", "effect.throughput"),
     ("TTFT p50", "effect.ttft"),
 )
+
+
+#: The figures a user feels, from the what-if's comparison (perf/whatif.COMPARED): a change that moves none
+#: of them the right way and one the wrong way is predicted to make this load worse.
+FELT_FIGURES = ("TTFT p50", "decode speed per request", "output throughput")
+#: A move smaller than this share is no move (the model's own noise between two simulations).
+FELT_MOVE = 0.02
+
+
+def felt_moves(result) -> set[bool]:
+    """Which way the felt figures moved by more than FELT_MOVE at the load points modelled: True for a
+    figure that got better, False for one that got worse (empty: none moved)."""
+    return {bool(d.better) for p in result.points for d in p.deltas
+            if d.figure in FELT_FIGURES and d.ratio is not None and abs(d.ratio - 1.0) > FELT_MOVE}
+
+
+def predicted_worse(result) -> bool:
+    """Every felt figure no better and at least one worse (a reviewer's find: two replicas were
+    advised with the model's own prediction of 2,280 -> 1,919 tok/s beside them)."""
+    return felt_moves(result) == {False}
+
+
+def predicted_better(result) -> bool:
+    """Every felt figure no worse and at least one better."""
+    return felt_moves(result) == {True}
 
 
 def _effect(result) -> Msg:
@@ -241,9 +267,10 @@ def _effect(result) -> Msg:
         for fig, key in EFFECT_FIGURES:
             x = d.get(fig)
             if x and x.before and x.after and not math.isclose(x.before, x.after, rel_tol=0.02):
-                moved.append((abs(math.log(x.after / x.before)), msg(key, before=q_time(x.before, x.unit), after=q_time(x.after, x.unit))))
-        # the largest moves first: the short answer keeps two (a 1.4 s -> 0.8 s TTFT, not a 2.6 -> 3.4 running count)
-        bits = [m for _, m in sorted(moved, key=lambda t: -t[0])]
+                moved.append((fig in FELT_FIGURES, abs(math.log(x.after / x.before)), msg(key, before=q_time(x.before, x.unit), after=q_time(x.after, x.unit))))
+        # the figures a user feels first, the largest moves first: the short answer keeps two (a 1.4 s ->
+        # 0.8 s TTFT, not a 2.6 -> 3.4 running count)
+        bits = [m for _, _, m in sorted(moved, key=lambda t: (not t[0], -t[1]))]
         if bits:
             parts.append(msg("effect.point", load=p.point.label, changes=bits))
     return msg("effect.model", parts=parts) if parts else msg("effect.none")

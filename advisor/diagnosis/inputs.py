@@ -22,6 +22,15 @@ CJK = re.compile(r"[\u3400-\u9fff]")
 
 
 LATIN_WORD = re.compile(r"[A-Za-z]+")
+#: Latin script that is not prose: a command line (to the end of its clause), a flag with its value, a
+#: name or figure glued to digits or code punctuation ("Qwen2.5-7B-Instruct", "tok/s", "max_num_seqs=8").
+#: A Chinese question that pastes `vllm bench serve --dataset-name random ...` is still Chinese (a
+#: reviewer's find: 18 Chinese characters against 41 Latin words got an English answer).
+NOT_PROSE = re.compile(
+    r"(?<![A-Za-z])(?:vllm|python3?|sglang|lmdeploy|trtllm-serve|text-generation-launcher|docker|curl|pip|CUDA_VISIBLE_DEVICES=\S*)\s[^\n。，；！？、]*?(?=[\n。，；！？、]|[?!.,;](?:\s|$)|$)"
+    r"|--?[A-Za-z][\w-]*(?:[= ][^\s，。；]+)?"
+    r"|\S*[\d_=/.:\\@`()\[\]{}][^\s，。；！？、]*",
+)
 
 
 def detect_language(text: str | None) -> str:
@@ -30,13 +39,13 @@ def detect_language(text: str | None) -> str:
     Why words and not letters: a Chinese engineer's question carries flags, model names and code in
     Latin script (``TurbomindEngineConfig(cache_max_entry_count=0.9)``), and one Chinese character
     says about as much as one English word while that word spends five letters; counted by letters,
-    a plainly Chinese question with one config line read as English and got an English answer. On the
-    969 library and dev reports this agrees with every report's written language (question alone and
-    question with notes); by letters it missed three."""
+    a plainly Chinese question with one config line read as English and got an English answer. Commands,
+    flags and names are not counted (NOT_PROSE). On the 969 library and dev reports this agrees with
+    every report's written language (question alone and question with notes); by letters it missed three."""
     if not text:
         return "en"
     cjk = len(CJK.findall(text))
-    return "zh" if cjk and cjk >= 0.5 * len(LATIN_WORD.findall(text)) else "en"
+    return "zh" if cjk and cjk >= 0.5 * len(LATIN_WORD.findall(NOT_PROSE.sub(" ", text))) else "en"
 
 
 @dataclass
@@ -438,7 +447,9 @@ def facts_from_words(inputs: DiagnosisInputs) -> StatedFacts:
     flags = {name: value for name, value in said.flags.items() if name not in given} if vllm_only else {}
     if flags:  # "max-model-len 设成 128K": a setting the serve command and the flags left unsaid
         used["flags"] = flags
-    if said.request_tok_s and vllm_only:  # "生成速度只有 8 token/s": set beside the model's (diagnosis/agreement.py)
+    loaded = any(c > 1 for c in said.concurrency) or bool(w and (w.concurrency or 0) > 1)
+    if said.request_tok_s and vllm_only and not loaded:  # "生成速度只有 8 token/s": set beside the model's (diagnosis/agreement.py);
+        # at many clients ("并发一百才 500 tok/s") a figure may be the whole server's
         used["request_tok_s"] = said.request_tok_s
     if used:
         used["reports_figures"] = said.reports_figures
@@ -540,11 +551,22 @@ def _workload(inputs: DiagnosisInputs) -> None:
     inputs.shared_prefix_len = w.shared_prefix_len if w else None
 
 
+#: A run's token totals, for its mean lengths where it kept no per-request ones.
+_TOTALS = {"input_len": "total_input_tokens", "output_len": "total_output_tokens"}
+
+
 def _mean_of(runs: list[BenchmarkRun], attr: str) -> int | None:
+    """The first run's mean length (``attr``: input_len or output_len): its per-request lengths, else
+    its token total over the requests completed (what `vllm bench serve --save-result` keeps without
+    --save-detailed: a reviewer's find, such a file left ask without lengths and without a model)."""
     for run in runs:
         d = getattr(run, attr)
         if d is not None and d.mean:
             return int(round(d.mean))
+    for run in runs:
+        total = getattr(run, _TOTALS[attr])
+        if total and run.completed:
+            return int(round(total / run.completed))
     return None
 
 
@@ -578,7 +600,7 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
     """Build the engine model and predict the measured load points, when the facts allow."""
     from ..perf.calibrate import calibrate as fit
     from ..perf.memory import MemoryParams
-    from ..perf.predict import LoadPoint, build_engine_model, predict_load_point
+    from ..perf.predict import LoadPoint, build_engine_model, load_point_of, predict_load_point
     from .logged_memory import logged_memory_params
 
     dep = inputs.deployment
@@ -639,17 +661,13 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
             return
     points = []
     for run in inputs.measured:
-        if run.offered_concurrency:
-            p = LoadPoint(concurrency=run.offered_concurrency)
-        elif run.offered_request_rate is not None:
-            p = LoadPoint(request_rate=run.offered_request_rate, num_prompts=run.num_prompts or run.completed)
-        else:
-            continue
-        if p not in points:
+        p = load_point_of(run)
+        if p is not None and p not in points:
             points.append(p)
     if not points and inputs.case and (inputs.case.workload.concurrency or inputs.case.workload.request_rate):
         w = inputs.case.workload
-        points = [LoadPoint(concurrency=w.concurrency) if w.concurrency else LoadPoint(request_rate=w.request_rate)]
+        held = w.request_rate if w.concurrency and w.request_rate is not None and math.isfinite(w.request_rate) and w.request_rate > 0 else None
+        points = [LoadPoint(concurrency=w.concurrency, request_rate=held) if w.concurrency else LoadPoint(request_rate=w.request_rate)]
     if not points and inputs.stated.concurrency:  # "at 40 and 100 clients" in the words
         points = [LoadPoint(concurrency=c) for c in inputs.stated.concurrency]
     points = _within_budget(inputs, points)

@@ -43,6 +43,7 @@ def detect_physics(inputs: DiagnosisInputs, board: Board) -> None:
     _profiling_pass(inputs, board)
     _kv_fit(inputs, board)
     _open_loop_overload(inputs, board)
+    _rate_bound(inputs, board)
     _beyond_ceiling(inputs, board)
     _throughput_formula(inputs, board)
     _chunked_prefill(inputs, board)
@@ -222,6 +223,47 @@ def _match(run: BenchmarkRun, pool: list[BenchmarkRun]) -> BenchmarkRun | None:
         if run.offered_concurrency is None and run.offered_request_rate is not None and p.offered_request_rate == run.offered_request_rate:
             return p
     return None
+
+
+#: A measured output throughput within this share of what the offered rate sends (rate x output tokens)...
+RATE_BOUND_WITHIN = 0.2
+#: ...with the model's running requests at that rate under this share of the clients allowed (or the batch
+#: cap): the client's clock, not the server, set the throughput.
+RATE_BOUND_RUNNING = 0.5
+
+
+def _rate_bound(inputs: DiagnosisInputs, board: Board) -> None:
+    """Requests sent on a clock slower than the server completes them: the throughput measured is the
+    rate times the output length, whatever the server could do (a reviewer's find: `--request-rate 2
+    --max-concurrency 100` measured 510 tok/s and was read as 100 clients on a slow H100). The
+    opposite of ``_open_loop_overload``."""
+    import math
+
+    engine, out = inputs.engine, inputs.output_len
+    if engine is None or not out:
+        return
+    for run in inputs.measured:
+        rate, measured = run.offered_request_rate, run.output_throughput_tok_s
+        if rate is None or not math.isfinite(rate) or rate <= 0 or not measured:
+            continue
+        sent = rate * out
+        if abs(measured / sent - 1.0) > RATE_BOUND_WITHIN:
+            continue
+        predicted = _match(run, inputs.predicted)
+        view = predicted.server_view if predicted is not None else None
+        allowed = min(x for x in (run.offered_concurrency, engine.config.max_num_seqs) if x)
+        if view is None or view.running_mean is None or view.running_mean > RATE_BOUND_RUNNING * allowed:
+            continue
+        origin = dict(kind="reported", origin="case") if run.format == "observations" else dict(kind="measured", origin="file", where=run.source.split("/")[-1])
+        evidence = [
+            Evidence(**origin, label=msg("figure.output_throughput_tok_s"), load=run.load_label, value=round(measured, 1), unit="tok/s",
+                     detail=msg("detail.rate_sends", rate=q(rate, "req/s"), sent=q(round(sent, 1), "tok/s"))),
+            _model(msg("ev.running"), round(view.running_mean, 1), "requests", load=run.load_label),
+        ]
+        reason = msg("reason.rate_bound", rate=q(rate, "req/s"), output=q(out, "tokens"), sent=q(round(sent, 1), "tok/s"), measured=q(round(measured, 1), "tok/s"),
+                     running=q(round(view.running_mean, 1), "requests"), allowed=allowed)
+        board.add("benchmark_methodology", 2.0, *evidence, reason=reason)
+        return
 
 
 def _beyond_ceiling(inputs: DiagnosisInputs, board: Board) -> None:

@@ -55,7 +55,7 @@ FIGURES = {"TTFT p50": "figure.ttft_p50", "TPOT mean": "figure.tpot_ms", "output
 
 
 def detect_setting_costs(inputs: DiagnosisInputs, board: Board) -> None:
-    from ..perf.predict import LoadPoint
+    from ..perf.predict import LoadPoint, load_point_of
 
     engine = inputs.engine
     if engine is None or inputs.modelled_args is None or not inputs.input_len or not inputs.output_len:
@@ -64,7 +64,8 @@ def detect_setting_costs(inputs: DiagnosisInputs, board: Board) -> None:
     if not runs:
         return
     run = max(runs, key=lambda r: r.offered_concurrency)
-    point = LoadPoint(concurrency=run.offered_concurrency)
+    held = load_point_of(run)
+    point = LoadPoint(concurrency=run.offered_concurrency, request_rate=held.request_rate if held else None)
     cost = simulation_cost(diagnosis_prompts(point), inputs.input_len, inputs.output_len)
     spent = 0.0
     for setting, cause in SETTING_CAUSE.items():

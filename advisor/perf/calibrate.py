@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 from ..schema import BenchmarkRun
-from .predict import EngineModel, LoadPoint, predict_load_point
+from .predict import EngineModel, LoadPoint, load_point_of, predict_load_point
 from .retime import Retimer, can_retime
 from .step_time import Efficiency
 
@@ -95,11 +95,8 @@ class CalibrationResult:
 
 
 def _point_of(run: BenchmarkRun) -> LoadPoint | None:
-    if run.offered_concurrency:
-        return LoadPoint(concurrency=run.offered_concurrency)
-    if run.offered_request_rate is not None:
-        return LoadPoint(request_rate=run.offered_request_rate)
-    return None
+    point = load_point_of(run)
+    return None if point is None else LoadPoint(concurrency=point.concurrency, request_rate=point.request_rate)
 
 
 def scaled_efficiency(base: Efficiency, decode_scale: float, prefill_scale: float) -> Efficiency:

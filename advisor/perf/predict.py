@@ -163,6 +163,20 @@ class LoadPoint:
         return "rate=inf" if self.request_rate is None or math.isinf(self.request_rate) else f"rate={self.request_rate:g}/s"
 
 
+def load_point_of(run: BenchmarkRun) -> LoadPoint | None:
+    """The load a run (measured or predicted) was offered: its clients, with the rate they were held to
+    when finite (`vllm bench serve --request-rate 2 --max-concurrency 100` sends 2 requests a second, at
+    most 100 at a time; a reviewer's find: it was modelled as 100 clients sending back to back, and the
+    measured figures called beyond the hardware); a rate alone; None when neither is known."""
+    rate = run.offered_request_rate
+    if run.offered_concurrency:
+        finite = rate if rate is not None and math.isfinite(rate) and rate > 0 else None
+        return LoadPoint(concurrency=run.offered_concurrency, request_rate=finite, num_prompts=(run.num_prompts or run.completed) if finite else None)
+    if rate is not None:
+        return LoadPoint(request_rate=rate, num_prompts=run.num_prompts or run.completed)
+    return None
+
+
 def default_num_prompts(point: LoadPoint) -> int:
     """Enough requests for a steady state: several rounds of the clients, at least 8."""
     if point.concurrency:
@@ -205,7 +219,8 @@ def predict_load_point(
     result = simulate(engine.limits_for(workload.input_len + workload.output_len), engine.step, workload)
     run = sim_to_run(result, label=f"predicted {point.label}", model=engine.model.name)
     run.offered_concurrency = point.concurrency
-    run.offered_request_rate = point.request_rate if point.concurrency is None else None
+    held = point.request_rate is not None and math.isfinite(point.request_rate)  # clients held to a finite rate
+    run.offered_request_rate = point.request_rate if point.concurrency is None or held else None
     if reps > 1:
         _scale_replicas(run, reps)
     _attach_server_view(run, result, engine)

@@ -132,7 +132,8 @@ def _length_pattern(nouns: str, scaled_nouns: str, token_kind: str, keyword: str
         _A + _TOKENS + r"[-\s]*tokens?[-\s]+(?:of\s+)?" + nouns + _Z
         + r"|" + _A + _SCALED + r"[-\s]+" + scaled_nouns + _Z
         + r"|" + _A + _TOKENS + r"[-\s]*" + token_kind + r"[-\s]+tokens?" + _Z
-        + r"|" + _A + keyword + r"s?(?:[-\s]+(?:length|len|size))?\s*(?:of|is|=|:|：|~|≈)?\s*(?:about|around|~|≈)?\s*" + _TOKENS + r"(?:[-\s]*tokens?)?" + _Z
+        + r"|" + _A + _TOKENS + r"\s+" + token_kind + r"(?=\s*(?:[,;/)]|\.(?!\d)|and\b|$))"  # "1000 input, 200 output"
+        + r"|" + _A + keyword + r"s?(?:[-\s]+(?:length|len|size))?\s*(?:of|is|are|was|were|=|:|：|~|≈)?\s*(?:about|around|roughly|~|≈)?\s*" + _TOKENS + r"(?:[-\s]*tokens?)?" + _Z
         + r"|" + zh_keyword + r"(?:长度)?\s*(?:为|是|约|大约|大概|差不多|[:：=~])?\s*(?:约|大约|大概)?\s*" + _TOKENS
         + r"|" + _TOKENS + r"(?=\s*(?:tokens?|token\s*的|" + _CHAR_UNIT + r")?\s*(?:的)?" + zh_after + ")",
         re.IGNORECASE,
@@ -209,15 +210,22 @@ def _number_start(m: re.Match[str]) -> int:
     return next(m.start(i) for i in range(1, (m.re.groups or 0) + 1) if m.group(i) is not None)
 
 
+_WINDOW = re.compile(r"上下文|context", re.IGNORECASE)
+_WINDOW_AFTER = re.compile(r"[-\s]*(?:tokens?[-\s]*)?(?:的\s*)?(?:上下文|context)", re.IGNORECASE)
+
+
 def _lengths(pattern: re.Pattern[str], text: str, kind: str) -> dict[str, int | None]:
     """The one length each unit ("tokens", "chinese") names next to ``pattern``'s words (None for a unit
     named with two different lengths), from one scan of the text; a number another word owns is skipped."""
     found: dict[str, list[int | None]] = {}
+    windows: dict[str, list[int | None]] = {}
     for m in pattern.finditer(text):
         if _owner(text, _number_start(m)) not in (None, kind):
             continue
-        found.setdefault(_unit(text, m), []).append(_tokens(*_pair(m)))
-    return {unit: _one(values) for unit, values in found.items()}
+        into = windows if _WINDOW.search(m.group(0)) or _WINDOW_AFTER.match(text, m.end()) else found
+        into.setdefault(_unit(text, m), []).append(_tokens(*_pair(m)))
+    # "32K 上下文，输入两万": a context is the window a prompt may fill; a prompt length said beside it is the prompt's
+    return {unit: _one(found.get(unit) or windows[unit]) for unit in {*found, *windows}}
 
 
 def _masked(text: str, spans: list[tuple[int, int]]) -> str:
@@ -329,6 +337,14 @@ _FLAG_VALUE = re.compile(
 _PROPOSED = re.compile(r"\b(should|would|could|if|try|trying|chang\w*|rais\w+|increas\w+|decreas\w+|lower\w*|bump\w*|from)\b|如果|要不要|是否|会不会|建议|改|调|换|提高|降低|增加|减少|从", re.IGNORECASE)
 
 
+def _proposed(text: str, start: int, reach: int = 24) -> bool:
+    """Words of change or doubt just before ``start`` in its own sentence: "Would TP=2 on two H100s be
+    better...?" proposes a deployment, it does not describe the one that runs (a reviewer's find: the
+    option asked about was modelled as the user's)."""
+    before = re.split(r"[.?!。？！\n]", text[max(0, start - reach) : start])[-1]
+    return bool(_PROPOSED.search(before))
+
+
 def _flags(text: str) -> dict[str, int | float | str]:
     """The vLLM settings ``text`` gives one value each, as the server runs them (not as proposed)."""
     found: dict[str, list] = {}
@@ -404,10 +420,13 @@ def read_stated_facts(text: str | None) -> StatedFacts:
     for m in named:  # the count next to each card named: "two H800s", "8xH100", "H100 x 8", "两张 A800"
         before = _BEFORE_GPU.search(text[max(0, m.start() - 16) : m.start()])
         after = _AFTER_GPU.match(text[m.end() : m.end() + 12])
+        if _proposed(text, m.start()):
+            continue
         counts.append(_count(before.group(1)) if before else _count(after.group(1)) if after else None)
     counts += [_count(next(g for g in m.groups() if g)) for m in _GPUS_GENERIC.finditer(text)]
     # "draft TP=1", "draft_tensor_parallel_size": the drafter's parallelism, not the deployment's
-    tp = _one([int(m.group(1)) for m in _TP.finditer(text) if 1 <= int(m.group(1)) <= 512 and "draft" not in text[max(0, m.start() - 8) : m.start()].lower()])
+    tp = _one([int(m.group(1)) for m in _TP.finditer(text)
+               if 1 <= int(m.group(1)) <= 512 and "draft" not in text[max(0, m.start() - 8) : m.start()].lower() and not _proposed(text, m.start())])
     num_gpus = _one(counts)
     if num_gpus is None and tp is not None and not any(counts):
         num_gpus = tp

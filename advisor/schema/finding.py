@@ -42,6 +42,11 @@ class Recommendation(BaseModel):
     flag: str | None = Field(None, description="exact `vllm serve` flag(s) or client change, e.g. '--kv-cache-dtype fp8' (code, shown as is)")
     whatif: list[str] = Field(default_factory=list, description="the what-if keys that model it, e.g. ['kv_cache_dtype=fp8']")
     predicted_effect: Msg | None = Field(None, description="what the model predicts, with numbers and units")
+    #: the model predicts every figure the user feels (TTFT, per-request speed, throughput) no better and at
+    #: least one worse at the load modelled: shown as not worth making here, not as a change to make
+    predicted_worse: bool = False
+    #: ... every felt figure no worse and at least one better
+    predicted_better: bool = False
     cost: Msg | None = None
     verify: str | None = Field(None, description="a command that verifies it (vllm bench serve ..., a PromQL query)")
 
@@ -141,6 +146,14 @@ class ExpectedFigures(BaseModel):
     running: float | None = Field(None, description="requests running at once (time-weighted mean)")
     input_len: int | None = None
     output_len: int | None = None
+    #: capacity: requests of input + output tokens the KV cache holds at once (modelled), the cache's
+    #: size and bytes per token, and the decode speed of each when that many run together
+    request_tokens: int | None = None
+    kv_cache_tokens: int | None = None
+    kv_kib_per_token: float | None = Field(None, description="KV cache per token per GPU, KiB")
+    fits: float | None = None
+    full_batch: int | None = Field(None, description="requests decoding together at full capacity (the fit, at most max_num_seqs)")
+    full_batch_tok_s: float | None = Field(None, description="decode speed per request at that batch, tok/s (modelled)")
 
 
 class StatedSpeed(BaseModel):
@@ -168,6 +181,8 @@ class Diagnosis(BaseModel):
     #: the measured figures agree with the model's prediction for this deployment (None: not measured,
     #: not modelled, or they disagree)
     agreement: ModelAgreement | None = None
+    #: a measured load point far slower than the model's prediction (None: none is)
+    disagreement: ModelAgreement | None = None
     #: a single-request speed the words state, beside the model's (None: none stated, or not modelled)
     stated_speed: StatedSpeed | None = None
     #: what the model expects of the deployment (None: not modelled, or measured runs say more)
