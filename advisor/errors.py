@@ -61,3 +61,12 @@ class UsageError(AdvisorError):
     """The command line itself is inconsistent (exit code 2, the same as click's usage errors)."""
 
     exit_code = 2
+
+
+class ShardingRefused(UsageError):
+    """A tensor-parallel size vLLM refuses for this model (its heads do not divide): ``note`` says so as
+    a message the answer writes in the asker's language."""
+
+    def __init__(self, message: str, *, note) -> None:
+        super().__init__(message)
+        self.note = note

@@ -7,11 +7,11 @@ import math
 import re
 
 from ..perf.defaults import parse_version
-from ..schema import Evidence
+from ..schema import Evidence, Recommendation
 from ..schema.message import msg, q
 from .board import Board
 from .inputs import DiagnosisInputs
-from .report_facts import flash_attention_gpu, max_num_seqs_in_effect, offline_run, portable_attention_set
+from .report_facts import catalog_gpu, compute_capability, flash_attention_gpu, max_num_seqs_in_effect, offline_run, portable_attention_set
 from .text_cues import find_number, params_from_name
 
 #: GPU names that mean PCIe cards when the catalog does not know the GPU (whole words only).
@@ -52,6 +52,7 @@ def detect_config(inputs: DiagnosisInputs, board: Board) -> None:
     _max_num_seqs_below_clients(inputs, board, cfg)
     _rocm_attention(inputs, board, cfg)
     _portable_attention(inputs, board, cfg)
+    _forced_slow_kernel(inputs, board, cfg)
     _small_model(inputs, board)
     if one_gpu(inputs):
         board.exclude("tp_comm")  # no GPU-to-GPU traffic to limit anything
@@ -227,6 +228,25 @@ def _max_num_seqs_below_clients(inputs: DiagnosisInputs, board: Board, cfg) -> N
 
 #: AMD GPUs by the names reports give them (Instinct MI2xx/MI3xx, Radeon RX/PRO, gfx targets)
 AMD_GPU = re.compile(r"\bmi\s?[123]\d{2}[a-z]?\b|instinct|radeon|\br9700\b|\brx\s?\d{4}|\bgfx\d{3,4}", re.IGNORECASE)
+
+
+#: Checkpoint formats vLLM runs with its Marlin kernels by itself on NVIDIA GPUs of compute capability 8.0
+#: and newer. Named by hand (`--quantization gptq`), the method forces the older, slower kernels: vLLM logs
+#: "... you specified quantization=gptq explicitly, so forcing gptq. Use quantization=gptq_marlin for
+#: faster inference", and its maintainers answer "don't set the quantization argument" (vllm#5677).
+MARLIN_BY_ITSELF = {"gptq": "gptq_marlin", "awq": "awq_marlin"}
+
+
+def _forced_slow_kernel(inputs: DiagnosisInputs, board: Board, cfg) -> None:
+    """`--quantization gptq` or `awq` set by hand on a GPU where vLLM would convert the weights to Marlin
+    (a reviewer's find: 9 tok/s of a GPTQ 72B on two A100s, read as the GPU's bandwidth)."""
+    method = (inputs.engine_args.quantization or "").lower()
+    cc = compute_capability(catalog_gpu(inputs))
+    if method not in MARLIN_BY_ITSELF or cc is None or cc < 8.0:
+        return
+    marlin = MARLIN_BY_ITSELF[method]
+    board.add("decode_bandwidth", 3.0, cfg("quantization", method), reason=msg("reason.forced_kernel", method=method, marlin=marlin),
+              recommendation=Recommendation(change=msg("rec.forced_kernel", method=method, marlin=marlin)))
 
 
 def _rocm_attention(inputs: DiagnosisInputs, board: Board, cfg) -> None:

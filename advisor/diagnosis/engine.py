@@ -362,6 +362,8 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
         out.append(msg("note.no_model", missing=msg(f"not_given.{missing}")))
     elif inputs.engine_error and inputs.engine_error_field in ("model", "gpu"):  # a name the catalog lacks
         out.append(msg(f"note.{inputs.engine_error_field}_not_in_catalog", name=getattr(inputs.deployment, inputs.engine_error_field)))
+    elif inputs.engine_error_note is not None:  # vLLM would refuse this deployment: said in the asker's language
+        out.append(inputs.engine_error_note)
     elif inputs.engine_error:
         out.append(msg("note.engine_error", reason=inputs.engine_error))
     for summary in inputs.metrics_summaries:

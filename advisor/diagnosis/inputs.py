@@ -75,6 +75,7 @@ class DiagnosisInputs:
     modelled_derived: tuple[str, ...] = ()
     engine_error: str | None = None
     engine_error_field: str | None = None  # "model" or "gpu": a name the catalog does not have
+    engine_error_note: Msg | None = None  # the reason as a message, where the error gave one (errors.ShardingRefused)
     predicted: list[BenchmarkRun] = field(default_factory=list)  # sourced (uncalibrated) efficiencies
     ceiling: list[BenchmarkRun] = field(default_factory=list)  # every efficiency at its physical upper bound
     calibration: Any = None  # perf.calibrate.CalibrationResult, when asked for
@@ -617,6 +618,7 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
         from ..perf.catalog._names import UnknownCatalogEntry
 
         inputs.engine_error_field = exc.field if isinstance(exc, UnknownCatalogEntry) else None
+        inputs.engine_error_note = getattr(exc, "note", None)
         return
     engine, args = _sharded_when_needed(dep, inputs.engine_args, engine, needed)
     derived = tuple(k for k, v in engine.config.provenance.items() if v == "derived")
@@ -801,14 +803,19 @@ def diagnosis_prompts(point) -> int:
 def ceiling_efficiency(base):
     """Every kernel at the top of its physical range and no fixed per-step cost: the fastest this
     hardware could possibly serve the load. A measured figure beyond it is not a server figure."""
-    from ..perf.calibrate import EFFICIENCY_BOUNDS
-
-    hi = EFFICIENCY_BOUNDS[1]
-    # every host cost at 0 and no step slower than its kernels: a real H100 run with --enforce-eager
-    # measured a TTFT 1.6x "faster than the ceiling" while the ceiling still charged the fitted
-    # per-request intake time and the eager kernel launches
+    # every kernel at the hardware's peak (bytes over the memory bandwidth, FLOPs over the tensor cores'
+    # peak), no factor below 1 on top (a factor fitted to one release, times a peak, would pass the
+    # hardware), and every host cost at 0: a real H100 run with --enforce-eager measured a TTFT 1.6x
+    # "faster than the ceiling" while the ceiling still charged the fitted per-request intake time and
+    # the eager kernel launches; and with no vLLM version given the ceiling kept 0.95 of the bandwidth
+    # and no graph factor, 29% above bytes / bandwidth, so a healthy 8B TPOT read "beyond the ceiling"
+    # (5.7 ms at one client against 6.3 ms; bytes / bandwidth is 4.8 ms)
+    peak = 1.0
     return base.model_copy(
-        update={"eff_gemm": hi, "eff_mem": hi, "eff_attn_prefill": hi, "eff_attn_decode": hi, "eff_comm": hi, "step_overhead_ms": 0.0, "per_seq_overhead_us": 0.0,
+        update={"eff_gemm": peak, "eff_mem": peak, "eff_attn_prefill": peak, "eff_attn_decode": peak, "eff_comm": peak, "step_overhead_ms": 0.0, "per_seq_overhead_us": 0.0,
                 "prefill_request_overhead_ms": 0.0, "intake_delay_ms": 0.0, "eager_launch_us_per_layer": 0.0, "eager_moe_launch_us_per_layer": 0.0,
-                "mixed_step_factor": min(1.0, base.mixed_step_factor)}
+                "decode_graph_factor": 1.0, "mixed_step_factor": 1.0, "moe_compute_factor": 1.0, "moe_memory_factor": 1.0,
+                # no fixed time per kernel either: a bound, not an estimate (bytes over bandwidth alone)
+                "gemm_latency_us": 0.0, "attn_decode_latency_us": 0.0, "attn_prefill_latency_us": 0.0, "moe_latency_us": 0.0, "allreduce_latency_us": 0.0,
+                "sustained_factor": 1.0}
     )

@@ -49,6 +49,7 @@ def detect_physics(inputs: DiagnosisInputs, board: Board) -> None:
     _chunked_prefill(inputs, board)
     _prefill_compute(inputs, board)
     _decode_bandwidth(inputs, board)
+    _cpu_offload(inputs, board)
     _attention_kernel(inputs, board)
     detect_setting_costs(inputs, board)
     detect_backend_cost(inputs, board)
@@ -427,6 +428,29 @@ def _decode_bandwidth(inputs: DiagnosisInputs, board: Board) -> None:
                     reason=msg("reason.decode_bandwidth", model=q(round(p), "tok/s"), measured=q(round(m), "tok/s")),
                 )
                 return
+
+
+#: Host-to-GPU bandwidth of a PCIe x16 link per direction by generation, GB/s (the PCI-SIG rates: 8, 16
+#: and 32 GT/s per lane with 128b/130b coding, x16): an upper bound on what --cpu-offload-gb streams.
+PCIE_X16_GBS = {3: 15.75, 4: 31.5, 5: 63.0, 6: 121.0}
+
+
+def _cpu_offload(inputs: DiagnosisInputs, board: Board) -> None:
+    """--cpu-offload-gb keeps that many GB of each GPU's weights in host memory, and every forward pass
+    copies them over PCIe: at least gb / link bandwidth per step, which bounds every request's decode
+    speed (a reviewer's find: 12 tok/s of a 32B on two H100s with --cpu-offload-gb 4 was read as a KV
+    cache sized too small; 4 GB over a Gen5 link is at least 63 ms a step, 16 tok/s at most)."""
+    gb = inputs.engine_args.cpu_offload_gb
+    gen = inputs.engine.gpu.pcie_gen
+    if not gb or gb <= 0 or gen not in PCIE_X16_GBS:
+        return
+    link = PCIE_X16_GBS[gen]
+    copy_ms = 1000.0 * gb / link
+    step_ms = inputs.engine.decode_step_ms(1, (inputs.input_len or 1024) + (inputs.output_len or 0) // 2)
+    bound = 1000.0 / (copy_ms + step_ms)
+    ev = _model(msg("ev.offload_copy"), round(copy_ms, 1), "ms", msg("detail.offload_copy", gb=q(gb, "GB"), gen=gen, link=q(link, "GB/s")))
+    reason = msg("reason.cpu_offload", gb=q(gb, "GB"), gen=gen, link=q(link, "GB/s"), copy=q(round(copy_ms, 1), "ms"), bound=q(round(bound, 1), "tok/s"))
+    board.add("decode_bandwidth", 3.0, ev, reason=reason, recommendation=Recommendation(change=msg("rec.cpu_offload")))
 
 
 def _attention_kernel(inputs: DiagnosisInputs, board: Board) -> None:

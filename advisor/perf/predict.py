@@ -74,6 +74,26 @@ class EngineModel:
         return self.step(StepBatch(batch_size, batch_size * context_len, ((chunk, depth),))) * 1e3
 
 
+def _heads_divide(model, tp: int) -> None:
+    """vLLM shards the attention heads over the tensor-parallel ranks and refuses to start when they do
+    not divide (its check: num_attention_heads % tensor_parallel_size == 0; KV heads are split, or
+    replicated when fewer than the ranks): a deployment it would refuse is not modelled (a reviewer's
+    find: TP 3 on a 64-head 70B was modelled, its KV cache divided by 4)."""
+    if tp <= 1 or model.kv_lora_rank is not None:  # MLA: one latent KV, heads split by the attention backend
+        return
+    from ..errors import ShardingRefused
+    from ..schema.message import msg
+
+    heads, kv = model.num_attention_heads, model.num_kv_heads
+    sizes = ", ".join(str(t) for t in (1, 2, 4, 8, 16) if heads % t == 0 and (kv % t == 0 or t % kv == 0) and t != tp)
+    if heads % tp:
+        raise ShardingRefused(f"tensor_parallel_size {tp} does not divide {model.name}'s {heads} attention heads: vLLM refuses to start (it would start with {sizes})",
+                              note=msg("note.tp_heads", tp=tp, model=model.name, heads=heads, sizes=sizes))
+    if kv % tp and tp % kv:
+        raise ShardingRefused(f"tensor_parallel_size {tp} neither divides nor is a multiple of {model.name}'s {kv} KV heads: vLLM refuses to start (it would start with {sizes})",
+                              note=msg("note.tp_kv_heads", tp=tp, model=model.name, heads=kv, sizes=sizes))
+
+
 def build_engine_model(
     deployment: Deployment,
     engine_args: EngineArgs,
@@ -112,6 +132,7 @@ def build_engine_model(
         )
 
     cfg = resolve(engine_args)
+    _heads_divide(model, cfg.tensor_parallel_size)
     raised = None
     if needed_model_len and cfg.max_model_len < needed_model_len and cfg.source_of("max_model_len") != "user":
         raised = (

@@ -324,12 +324,12 @@ def _model(text: str) -> str | None:
 _FLAG_KINDS = {
     "max_num_seqs": "count", "max_num_batched_tokens": "tokens", "max_model_len": "tokens",
     "gpu_memory_utilization": "fraction", "kv_cache_dtype": "dtype", "block_size": "count",
-    "pipeline_parallel_size": "count", "data_parallel_size": "count",
+    "pipeline_parallel_size": "count", "data_parallel_size": "count", "cpu_offload_gb": "amount", "quantization": "method",
 }
 _FLAG_VALUE = re.compile(
     r"(?<![A-Za-z0-9_])-{0,2}(" + "|".join(name.replace("_", "[-_]") for name in _FLAG_KINDS) + r")(?![A-Za-z0-9_])"
     r"\s*(?:=|:|：|设成|设为|设置为|设置成|设的是|设的|为|是|set to|of|at)?\s*(?:=\s*)?"
-    r"(\d+(?:\.\d+)?\s*[kK]?|fp8(?:_e4m3|_e5m2)?|auto|bfloat16|float16|bf16|fp16)(?![A-Za-z0-9_.])",
+    r"(\d+(?:\.\d+)?\s*[kK]?|fp8(?:_e4m3|_e5m2)?|auto|bfloat16|float16|bf16|fp16|gptq_marlin|awq_marlin|gptq|awq|bitsandbytes|compressed-tensors|gguf)(?![A-Za-z0-9_.])",
     re.IGNORECASE,
 )
 #: A value the words propose rather than run ("should I set max_num_seqs to 256?", "改成 512 会不会更快",
@@ -354,12 +354,16 @@ def _flags(text: str) -> dict[str, int | float | str]:
         name, raw = m.group(1).lower().replace("-", "_"), m.group(2).strip()
         kind = _FLAG_KINDS[name]
         value: int | float | str | None = None
-        if kind == "dtype":
+        if kind == "method":  # --quantization: the method's name as vLLM spells it
+            value = raw.lower() if not re.fullmatch(r"[\d.\skK]+|auto|bfloat16|float16|bf16|fp16", raw, re.I) else None
+        elif kind == "dtype":
             value = {"bf16": "bfloat16", "fp16": "float16"}.get(raw.lower(), raw.lower()) if name == "kv_cache_dtype" else None
         elif re.fullmatch(r"\d+(\.\d+)?", raw) or (kind == "tokens" and raw[-1] in "kK"):
             number = float(raw[:-1]) * 1024 if raw[-1] in "kK" else float(raw)
             if kind == "fraction":
                 value = number if 0 < number <= 1 else None
+            elif kind == "amount":  # GB: any positive figure
+                value = number if number > 0 else None
             elif number.is_integer() and number >= 1:
                 value = int(number)
         found.setdefault(name, []).append(value)
