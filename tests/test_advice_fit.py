@@ -10,6 +10,7 @@ import pytest
 
 from vllm_advisor.diagnosis.engine import diagnose
 from vllm_advisor.diagnosis.inputs import gather
+from vllm_advisor.session import Session
 
 CASES = Path(__file__).resolve().parents[1] / "knowledge" / "cases"
 
@@ -283,3 +284,15 @@ def test_apple_silicon_named_or_implied_by_mlx_gets_no_nvidia_tool(case):
     checks = _checks(case)  # "an Apple M4 Max" in the notes; gpu "Apple M1 Max"
     assert not any("nvidia-smi" in c for c in checks), checks
 
+
+
+def test_a_flag_at_the_given_releases_default_is_not_advised():
+    """A reviewer's find: `--max-num-batched-tokens 8192` advised to a release whose default it is. The
+    resolved default counts only where the release was given (an assumed release's defaults may not be the user's)."""
+    from vllm_advisor.diagnosis.advice_fit import already_runs
+
+    known = Session(kb=False).answer("Llama-3.1-8B-Instruct on one H100 vLLM 0.26, 2000 input, 200 output, 16 clients").inputs
+    assumed = Session(kb=False).answer("Llama-3.1-8B-Instruct on one H100, 2000 input, 200 output, 16 clients").inputs
+    assert already_runs("--max-num-batched-tokens 8192", known.engine_args, known.engine.config)
+    assert not already_runs("--max-num-batched-tokens 8192", assumed.engine_args, assumed.engine.config)
+    assert not already_runs("--max-num-batched-tokens 2048", known.engine_args, known.engine.config)

@@ -29,3 +29,4 @@ def test_ask_says_so_in_the_askers_language_and_answers_the_rest():
 
 def test_sizes_that_divide_are_modelled():
     assert Session(kb=False).answer("Llama-3.1-70B-Instruct on 4 A100-80G with TP=4, 1000 input, 100 output, 4 clients").inputs.engine is not None
+

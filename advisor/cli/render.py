@@ -20,6 +20,8 @@ def fmt(value: float | int | None, digits: int = 1) -> str:
         return "inf"
     if isinstance(value, int) or float(value).is_integer() or abs(value) >= 100:
         return f"{round(value):,}"
+    if abs(value) < 1:  # a fraction keeps two significant digits: gpu_memory_utilization 0.35 is not "0.3"
+        return f"{value:.{max(digits, 2)}g}"
     return f"{value:,.{digits}f}"
 
 

@@ -144,14 +144,18 @@ _SHORT_FLAGS = {"-tp": "tensor_parallel_size"}
 _UNSET_MEANS = {"tensor_parallel_size": 1, "data_parallel_size": 1, "pipeline_parallel_size": 1}
 
 
-def already_runs(flag: str, args) -> bool:
+def already_runs(flag: str, args, resolved=None) -> bool:
     """Every ``--name value`` of the change's flag is what the deployment runs now (``--kv-cache-dtype
     auto`` to a deployment that set it, ``--max-num-batched-tokens 8192`` to one at 8192):
-    a reviewer's find, advice that repeats the user's own setting. Commands and placeholders never match."""
+    a reviewer's find, advice that repeats the user's own setting. ``resolved``: the engine model's
+    configuration, whose value counts where it is the given release's default (a reviewer's find:
+    8192 advised to a release whose default it is). Commands and placeholders never match."""
     pairs = _FLAG_PAIR.findall(flag) if flag.startswith("-") else []
     for name, value in pairs:
         field = _SHORT_FLAGS.get(name, name[2:].replace("-", "_"))
         current = getattr(args, field, None) if field in type(args).model_fields else None
+        if current is None and resolved is not None and resolved.source_of(field) == "default":
+            current = getattr(resolved, field, None)
         current = _UNSET_MEANS.get(field) if current is None else current
         if current is None or str(current).lower() != value.lower():
             return False
@@ -306,7 +310,7 @@ def fit_to_deployment(rec: Recommendation, inputs: DiagnosisInputs) -> Recommend
         rec.change = msg("rec.kv_quant_compared")  # they measured both: which to keep, and when fp8 pays
     if change == "rec.kv_capacity_2" and (args.data_parallel_size or 1) > 1:
         rec.flag = f"--data-parallel-size {2 * args.data_parallel_size}"  # "more replicas" than it runs
-    if rec.flag and already_runs(rec.flag, args):
+    if rec.flag and already_runs(rec.flag, args, inputs.engine.config if inputs.engine is not None else None):
         rec.flag = None  # the setting it runs now: the change's words stay
     if flag.startswith("pip install vllm") and not (on_vllm(inputs) and vllm_evident(inputs)):
         rec.flag = None  # the regression is in the engine, plugin or app the report uses, not in vLLM's wheel
