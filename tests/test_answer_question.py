@@ -337,3 +337,19 @@ def test_tp_or_replicas_in_chinese_names_the_trade():
 def test_how_many_users_opens_with_the_count(question, opening):
     first = first_paragraph(Session(kb=False).answer(question).answer.markdown)
     assert re.search(opening, first), first
+
+
+def test_a_second_gpu_tp2_or_replicas_models_both():
+    """A reviewer's find: on one H100 whose KV cache holds 7.6 requests of 4,500 tokens, "Would TP=2 on two H100s
+    be better than two copies?" read TP=2 as the deployment and modelled only the replica. Tensor parallelism 2
+    holds ~9x the KV cache (the weights split), so it should come out ahead."""
+    question = ("Will adding a second H100 help? Qwen2.5-32B-Instruct in bf16 on a single H100 SXM 80GB, 4K-token prompts, 500-token outputs, "
+                "16 concurrent clients. KV cache usage is at 98% and TTFT p50 is 20 s. Would TP=2 on two H100s be better than running two separate copies?")
+    result = Session(kb=False).answer(question)
+    assert result.inputs.engine.config.tensor_parallel_size == 1
+    first = first_paragraph(result.answer.markdown)
+    assert first.startswith("With a second GPU, as the performance model has it at this load: tensor parallelism 2 (KV cache 34,304 tokens → "), first
+    assert "Tensor parallelism 2 does more here" in first
+    tp = next(r for f in result.diagnosis.findings for r in f.recommendations if r.whatif == ["tp=2"])
+    dp = next(r for f in result.diagnosis.findings for r in f.recommendations if r.whatif == ["dp=2"])
+    assert tp.predicted_throughput > 1.5 * dp.predicted_throughput

@@ -247,30 +247,27 @@ def expected_verdict(diagnosis: Diagnosis) -> Msg | None:
     return msg("verdict.expect_single", single=single, release_part=release, ttft_part=ttft)
 
 
-#: "TP2 or two replicas?", "张量并行还是起两个实例？": a choice between splitting the model over the GPUs and
-#: one copy per GPU, answered with the what-if the diagnosis modelled for it (a reviewer's find: it opened
-#: with the ranking's first cause).
-_PARALLEL_CHOICE = re.compile(
-    r"\b(?:tp\s*\d*|tensor[- ]parallel\w*)\b[^.?!]{0,80}\b(?:or|vs\.?|versus|instead of)\b[^.?!]{0,60}\b(?:replicas?|instances?|copies|dp\s*\d*|data[- ]parallel\w*)\b"
-    r"|\b(?:replicas?|instances?|copies|dp\s*\d*|data[- ]parallel\w*)\b[^.?!]{0,80}\b(?:or|vs\.?|versus|instead of)\b[^.?!]{0,60}\b(?:tp\s*\d*|tensor[- ]parallel\w*)\b"
-    r"|(?:tp\s*\d*|张量并行)[^。？?]{0,40}(?:还是|或者|vs|对比|比)[^。？?]{0,40}(?:实例|副本|dp\s*\d*|数据并行)"
-    r"|(?:实例|副本|dp\s*\d*|数据并行)[^。？?]{0,40}(?:还是|或者|vs|对比|比)[^。？?]{0,40}(?:tp\s*\d*|张量并行)",
-    re.I,
-)
-
-
 def parallel_choice_verdict(question: str | None, diagnosis: Diagnosis) -> Msg | None:
     """For "TP or replicas?": the what-if of one replica per GPU, as the model predicts it at this load."""
     from ..schema.message import msg
 
-    if not question or not _PARALLEL_CHOICE.search(question):
+    from ..diagnosis.report_facts import PARALLEL_CHOICE
+
+    if not question or not PARALLEL_CHOICE.search(question):
         return None
-    for f in diagnosis.findings:
-        for r in f.recommendations:
-            if any(w.startswith("dp=") for w in r.whatif) and "tp=1" in r.whatif and r.predicted_effect is not None and r.predicted_effect.id == "effect.model":
-                kind = "keep_tp" if r.predicted_worse else "replicas_better" if r.predicted_better else "replicas_trade"
-                return msg(f"verdict.{kind}", effect=r.predicted_effect, flag=r.flag or "")
-    return None
+    modelled = [r for f in diagnosis.findings for r in f.recommendations if r.predicted_effect is not None and r.predicted_effect.id == "effect.model"]
+    for r in modelled:
+        if any(w.startswith("dp=") for w in r.whatif) and "tp=1" in r.whatif:
+            kind = "keep_tp" if r.predicted_worse else "replicas_better" if r.predicted_better else "replicas_trade"
+            return msg(f"verdict.{kind}", effect=r.predicted_effect, flag=r.flag or "")
+    # one GPU now, a second one asked about: both ways of using it, as modelled (engine._parallel_options)
+    tp = next((r for r in modelled if r.whatif == ["tp=2"]), None)
+    dp = next((r for r in modelled if r.whatif == ["dp=2"]), None)
+    if tp is None or dp is None:
+        return None
+    a, b = tp.predicted_throughput, dp.predicted_throughput
+    which = msg("verdict.two_gpus_tp") if a and b and a > 1.05 * b else msg("verdict.two_gpus_dp") if a and b and b > 1.05 * a else msg("verdict.two_gpus_even")
+    return msg("verdict.two_gpus", tp=tp.predicted_effect, dp=dp.predicted_effect, which=which)
 
 
 #: "How many users can I serve?", "能同时服务多少人？": a question for the count itself.

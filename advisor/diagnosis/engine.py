@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 
 from ..errors import AdvisorError
-from ..schema import Diagnosis, Finding, MissingMeasurement, Msg
+from ..schema import Diagnosis, Finding, MissingMeasurement, Msg, Recommendation
 from ..schema.finding import Fact
 from ..schema.message import msg, q, q_time
 from .board import Board, Hypothesis
@@ -19,7 +19,7 @@ from .config_facts import detect_config
 from .inputs import DiagnosisInputs, diagnosis_prompts
 from .measured import detect_measured
 from .advice_fit import fitted_changes
-from .report_facts import HF_TRANSFORMERS, engine_display_name, engine_named_in_text, highest_concurrency, platform_named, RANDOM_PROMPT_HITS_PCT, prefix_hit_pct, prompts_share_nothing, transformers_loop
+from .report_facts import HF_TRANSFORMERS, engine_display_name, engine_named_in_text, highest_concurrency, platform_named, RANDOM_PROMPT_HITS_PCT, prefix_hit_pct, prompts_share_nothing, transformers_loop, words_say
 from .physics import detect_physics
 from .text_cues import detect_cues
 
@@ -40,6 +40,7 @@ def diagnose(inputs: DiagnosisInputs, *, with_effects: bool = True) -> Diagnosis
     ranked, similar, undecided = _learned_order(board, inputs)
     findings = [_finding(h, inputs) for h in ranked]
     if with_effects and inputs.engine is not None:
+        _parallel_options(findings[:3], inputs)
         _predict_effects(findings[:3], inputs)
     missing = _missing(inputs, [h.cause for h in ranked])
     if undecided:  # the measurements that separate the leading causes go first
@@ -185,6 +186,22 @@ def _workload_reasons(h: Hypothesis, inputs: DiagnosisInputs) -> list[Msg]:
     return [msg("reason.random_prompts")]
 
 
+def _parallel_options(findings: list[Finding], inputs: DiagnosisInputs) -> None:
+    """"Will a second GPU help: TP2 or two replicas?" asked of a deployment on one GPU: beside the change
+    that adds a replica (its own KV cache), the one that splits the model over the two GPUs, so both are
+    modelled and the answer compares them (a reviewer's find: only the replica was modelled and advised,
+    where tensor parallelism 2 holds nine times the KV cache)."""
+    from .report_facts import PARALLEL_CHOICE
+
+    cfg = inputs.engine.config
+    if not words_say(PARALLEL_CHOICE, inputs) or cfg.tensor_parallel_size != 1 or (cfg.data_parallel_size or 1) != 1 or (inputs.engine.num_gpus or 1) != 1:
+        return
+    for f in findings:
+        if any(r.whatif == ["dp=2"] for r in f.recommendations) and not any(r.whatif == ["tp=2"] for r in f.recommendations):
+            f.recommendations.append(Recommendation(change=msg("rec.tp_two"), flag="--tensor-parallel-size 2", whatif=["tp=2"]))
+            return
+
+
 def _predict_effects(findings: list[Finding], inputs: DiagnosisInputs) -> None:
     """Run the what-if model for recommendations that name their changes, at the reported load points."""
     from ..perf.predict import LoadPoint, load_point_of
@@ -199,7 +216,7 @@ def _predict_effects(findings: list[Finding], inputs: DiagnosisInputs) -> None:
     args = inputs.modelled_args or inputs.engine_args
     calibrated = inputs.calibration is not None and inputs.calibration.calibrated
     efficiency = inputs.calibration.efficiency if calibrated else None
-    seen: dict[tuple[str, ...], tuple[Msg, bool, bool]] = {}
+    seen: dict[tuple[str, ...], tuple[Msg, bool, bool, float | None]] = {}
     baseline_runs: dict = {}  # every what-if below starts from the same deployment: one "before" simulation
     for f in findings:
         for rec in f.recommendations:
@@ -214,10 +231,10 @@ def _predict_effects(findings: list[Finding], inputs: DiagnosisInputs) -> None:
                         shared_prefix_len=inputs.shared_prefix_len or 0,
                         num_prompts=diagnosis_prompts(points[0]), baseline_runs=baseline_runs, memory_params=inputs.memory_params,
                     )
-                    seen[key] = _effect(result), predicted_worse(result), predicted_better(result)
+                    seen[key] = _effect(result), predicted_worse(result), predicted_better(result), _throughput_after(result)
                 except AdvisorError:
-                    seen[key] = msg("effect.not_modelled"), False, False
-            rec.predicted_effect, rec.predicted_worse, rec.predicted_better = seen[key]
+                    seen[key] = msg("effect.not_modelled"), False, False, None
+            rec.predicted_effect, rec.predicted_worse, rec.predicted_better, rec.predicted_throughput = seen[key]
 
 
 #: What-if deltas worth a reader's attention: the what-if figure and its message id.
@@ -234,6 +251,15 @@ EFFECT_FIGURES = (
 FELT_FIGURES = ("TTFT p50", "decode speed per request", "output throughput")
 #: A move smaller than this share is no move (the model's own noise between two simulations).
 FELT_MOVE = 0.02
+
+
+def _throughput_after(result) -> float | None:
+    """The output throughput after the change at the last load point modelled, tok/s."""
+    for p in result.points[-1:]:
+        for d in p.deltas:
+            if d.figure == "output throughput":
+                return d.after
+    return None
 
 
 def felt_moves(result) -> set[bool]:

@@ -381,3 +381,15 @@ BENCH_TOOL = re.compile(
     r"|locust|" + _A + r"k6" + _Z + r"|sglang\.bench|bench_serving|profile_restful_api|llama[- ]benchy|ais[_ ]?bench",
     re.I,
 )
+
+
+#: "TP2 or two replicas?", "张量并行还是起两个实例？": a choice between splitting the model over the GPUs and
+#: one copy per GPU, answered with the what-if the diagnosis modelled for it (a reviewer's find: it opened
+#: with the ranking's first cause).
+PARALLEL_CHOICE = re.compile(
+    r"\b(?:tp\s*\d*|tensor[- ]parallel\w*)\b[^.?!]{0,80}\b(?:or|vs\.?|versus|instead of|than|compared (?:to|with))\b[^.?!]{0,60}\b(?:replicas?|instances?|copies|dp\s*\d*|data[- ]parallel\w*)\b"
+    r"|\b(?:replicas?|instances?|copies|dp\s*\d*|data[- ]parallel\w*)\b[^.?!]{0,80}\b(?:or|vs\.?|versus|instead of|than|compared (?:to|with))\b[^.?!]{0,60}\b(?:tp\s*\d*|tensor[- ]parallel\w*)\b"
+    r"|(?:tp\s*\d*|张量并行)[^。？?]{0,40}(?:还是|或者|vs|对比|比)[^。？?]{0,40}(?:实例|副本|dp\s*\d*|数据并行)"
+    r"|(?:实例|副本|dp\s*\d*|数据并行)[^。？?]{0,40}(?:还是|或者|vs|对比|比)[^。？?]{0,40}(?:tp\s*\d*|张量并行)",
+    re.I,
+)

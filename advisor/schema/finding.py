@@ -47,6 +47,8 @@ class Recommendation(BaseModel):
     predicted_worse: bool = False
     #: ... every felt figure no worse and at least one better
     predicted_better: bool = False
+    #: the server's output throughput the what-if predicts at the load modelled, tok/s (None: not modelled)
+    predicted_throughput: float | None = None
     cost: Msg | None = None
     verify: str | None = Field(None, description="a command that verifies it (vllm bench serve ..., a PromQL query)")
 
