@@ -41,7 +41,7 @@ from typing import Any, BinaryIO, Iterable, Iterator
 
 from ..errors import InputFileError, UnknownFormatError
 from ..schema import ServerLogInfo, ServerStatsLine
-from .files import check_readable, is_utf16, looks_binary, max_input_bytes, read_head
+from .files import check_readable, is_gzip, is_utf16, looks_binary, max_input_bytes, open_bytes, read_head
 
 #: Logs are streamed, so they may be far larger than files read into memory.
 LOG_SIZE_FACTOR = 16
@@ -571,11 +571,29 @@ def parse_server_log(path: str | Path) -> ServerLogInfo:
     head = read_head(p, 1024)
     if looks_binary(head):
         raise InputFileError("is a binary file, expected a vLLM server log (text)", source=str(path))
+    import gzip
+    import zlib
+
     try:
-        with open(p, "rb") as fh:
-            return _scan(_lines(fh, is_utf16(head)), str(path))
+        with open_bytes(p) as fh:  # a gzipped log streams the same, what it inflates to bounded as read
+            lines = _lines(fh, is_utf16(head))
+            if is_gzip(p):
+                lines = _capped(lines, max_input_bytes() * LOG_SIZE_FACTOR, str(path))
+            return _scan(lines, str(path))
+    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
+        raise InputFileError(f"not a readable gzip file ({type(exc).__name__})", source=str(path), reason="bad_gzip") from None
     except OSError as exc:
         raise InputFileError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
+
+
+def _capped(lines: Iterator[str], limit: int, source: str) -> Iterator[str]:
+    """``lines``, refused past ``limit`` characters read: a gzipped log may inflate far past its size on disk."""
+    read = 0
+    for line in lines:
+        read += len(line)
+        if read > limit:
+            raise InputFileError(f"decompresses past the {limit / 2**20:g} MiB limit", source=source, reason="inflates", reason_args={"limit": f"{limit / 2**20:g}"})
+        yield line
 
 
 def parse_server_log_text(text: str, source: str = "<server log>") -> ServerLogInfo:
