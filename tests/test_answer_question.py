@@ -353,3 +353,22 @@ def test_a_second_gpu_tp2_or_replicas_models_both():
     tp = next(r for f in result.diagnosis.findings for r in f.recommendations if r.whatif == ["tp=2"])
     dp = next(r for f in result.diagnosis.findings for r in f.recommendations if r.whatif == ["dp=2"])
     assert tp.predicted_throughput > 1.5 * dp.predicted_throughput
+
+
+@pytest.mark.parametrize(
+    "question,opening",
+    [
+        # reviewers' finds: a stated speed above the model's typical efficiency got the ranking's guess, and one
+        # above the hardware's peak (400 tok/s for one request of a 70B on four H100s) was taken as is
+        ("Is vLLM slower than it should be? 175 tok/s single stream for Llama-3.1-8B-Instruct on one H100.",
+         r"^Yes, this is healthy: 175 tok/s is near the most this GPU allows one request, about 2\d\d tok/s"),
+        ("Llama-3.1-70B-Instruct on four H100 with TP=4, one request decodes at 400 tok/s. Is that normal?",
+         r"^That is more than this hardware can give one request: even at the full memory bandwidth one request decodes at most about (9\d|1\d\d)(\.\d)? tok/s"),
+        # "是不是 vLLM 有问题" asks whether the speed is normal; it does not say vLLM is not used
+        ("单张 A10（24G）跑 Llama-3.1-8B-Instruct，bf16，单请求输出 31 tok/s，TPOT 32ms，同一张卡 ollama 能跑 70 多。是不是 vLLM 有问题？",
+         r"^对单个请求来说，这基本就是这套硬件能达到的速度|^是正常的"),
+    ],
+)
+def test_a_stated_speed_is_set_beside_the_hardwares_peak(question, opening):
+    first = first_paragraph(Session(kb=False).answer(question).answer.markdown)
+    assert re.search(opening, first), first

@@ -345,7 +345,10 @@ def agreement_verdict(diagnosis: Diagnosis) -> Msg | None:
 #: "配置有问题吗": a reviewer's find (session 14): 8 of 25 English and 5 of 25 Chinese reports asked one of these
 #: and got no yes or no.
 _NORMAL = re.compile(
-    r"\b(?:normal|expected|to be expected|as expected|typical)\b|正常|符合预期|预期之内|应该的",
+    r"\b(?:normal|expected|to be expected|as expected|typical)\b|正常|符合预期|预期之内|应该的"
+    # "Is vLLM slower than it should be?", "是不是 vLLM 有问题？": whether the speed is what the hardware gives (reviewers' finds)
+    r"|\bslower than (?:it )?(?:should|ought)|\bsomething (?:is )?wrong with (?:vllm|the (?:server|gpu|engine))|\b(?:vllm|the gpu|my gpu) (?:is )?(?:broken|faulty|defective)"
+    r"|(?:vllm|引擎|框架|显卡|GPU)\s*(?:本身)?\s*(?:有|出了?)\s*(?:问题|bug)|(?:显卡|GPU)\s*(?:坏了|有毛病)",
     re.I,
 )
 _SETUP = re.compile(
@@ -383,6 +386,9 @@ def asked_expectation(question: str | None) -> str | None:
 #: steps are within ~10% on real vLLM, a user's figure may count the first token or the queue).
 SPEED_FAR_BELOW = 0.5
 SPEED_NEAR = 1.3
+#: A stated single-request speed this far above the hardware's peak (weights and KV over the full bandwidth)
+#: is not one request's speed here (a reviewer's find: 400 tok/s per request of a 70B on four H100s was taken as is).
+ABOVE_CEILING = 1.1
 
 
 def expectation_verdict(kind: str, diagnosis: Diagnosis) -> Msg | None:
@@ -398,6 +404,11 @@ def expectation_verdict(kind: str, diagnosis: Diagnosis) -> Msg | None:
             return msg(f"verdict.{kind}_below_model", **args)
         if share <= SPEED_NEAR:
             return msg(f"verdict.{kind}_at_model", **args)
+        ceiling = speed.ceiling_tok_s
+        if ceiling and speed.stated_tok_s > ABOVE_CEILING * ceiling:  # not one request's speed on this GPU
+            return msg(f"verdict.{kind}_above_ceiling", **args, ceiling=q(ceiling, "tok/s"))
+        if ceiling:  # above the model's typical efficiency, under the hardware's peak: a fast, healthy server
+            return msg(f"verdict.{kind}_near_ceiling", **args, ceiling=q(ceiling, "tok/s"))
     if not diagnosis.findings:
         return None
 

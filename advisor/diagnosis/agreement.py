@@ -127,7 +127,15 @@ def stated_speed(inputs: DiagnosisInputs) -> StatedSpeed | None:
     single = _single_request(inputs)
     if single is None:
         return None
-    return StatedSpeed(stated_tok_s=said.request_tok_s, modelled_tok_s=single[0], context_tokens=single[1])
+    from .inputs import ceiling_efficiency
+
+    used = engine.step.eff
+    try:
+        engine.step.eff = ceiling_efficiency(used)
+        ceiling = _single_request(inputs)
+    finally:
+        engine.step.eff = used
+    return StatedSpeed(stated_tok_s=said.request_tok_s, modelled_tok_s=single[0], context_tokens=single[1], ceiling_tok_s=ceiling[0] if ceiling else None)
 
 
 def expected_figures(inputs: DiagnosisInputs) -> ExpectedFigures | None:

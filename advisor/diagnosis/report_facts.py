@@ -98,7 +98,12 @@ def transformers_loop(inputs: DiagnosisInputs) -> bool:
 
 
 #: vLLM named only to say it is not what runs ("没有用 vllm", "not vLLM", "instead of vLLM").
-NOT_VLLM = re.compile(r"(\bnot|instead of|rather than|without|不是|没有用|没用|未使用|而非|非)\s*(the\s+)?vllm" + _Z, re.I)
+NOT_VLLM = re.compile(
+    r"(\bnot|instead of|rather than|without|(?<!是)不是|没有用|没用|未使用|而非|(?<![是而])非)\s*(the\s+)?vllm" + _Z
+    # "是不是 vLLM 有问题？", "不是 vLLM 的问题", "not vLLM's fault": vLLM is what runs, asked about
+    + r"(?!\s*(?:'s|’s|的|有|本身|问题|出了|慢|\bslow|\bissue|\bproblem|\bfault|\bbug))",
+    re.I,
+)
 
 
 def words_about_another_engine(text: str) -> bool:

@@ -168,6 +168,9 @@ class StatedSpeed(BaseModel):
     stated_tok_s: float
     modelled_tok_s: float
     context_tokens: int
+    #: one request alone at the hardware's peak (weights and KV over the full memory bandwidth): the most
+    #: the GPU allows, above which a stated figure is not one request's
+    ceiling_tok_s: float | None = None
 
 
 class Diagnosis(BaseModel):
