@@ -32,7 +32,7 @@ def test_gpt_oss_xpu_log(fixtures_dir: Path) -> None:
     info = parse_server_log(path)
     assert info.vllm_version == "0.1.dev12986+gfa99ccebd"
     assert info.model == "openai/gpt-oss-20b"
-    assert info.device == "GPU"
+    assert info.device == "XPU"  # device_config=xpu, though vLLM prints "GPU KV cache size" (a reviewer's find)
     assert info.kv_cache_tokens == 1_479_680
     assert info.max_concurrency == pytest.approx(90.31)
     assert info.max_concurrency_tokens_per_request == 16_384
@@ -346,3 +346,11 @@ def test_fast_stats_pattern_matches_field_by_field(fixtures_dir: Path, monkeypat
     assert fast == slow
     v0_fast = parse_server_log_text(V0_LOG, "v0").stats
     assert [s.swapped for s in v0_fast] == [2, 0]
+
+
+def test_an_xpu_log_is_answered_as_an_intel_deployment(fixtures_dir: Path) -> None:
+    """The reviewer's U8: an Intel XPU server's log attached to `ask` got NVIDIA commands."""
+    from vllm_advisor import Session
+
+    answer = Session(kb=False, attachments=[fixtures_dir / GPT_OSS]).answer("why is ITL 30 ms?").answer.markdown
+    assert "This deployment runs on Intel XPUs" in answer

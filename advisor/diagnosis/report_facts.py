@@ -188,11 +188,18 @@ PLATFORMS = (
 )
 
 
+#: A server log's device (its engine config's ``device_config``) -> the platform (a PLATFORMS key).
+LOG_DEVICES = {"XPU": "xpu", "HPU": "gaudi", "NPU": "ascend"}
+
+
 def platform_named(inputs: DiagnosisInputs) -> str | None:
     """The non-NVIDIA accelerator the deployment runs on (a PLATFORMS key), from its GPU field or its
     words (None for a GPU of the catalog, or nothing said)."""
     if catalog_gpu(inputs) is not None:
         return None  # a GPU of the catalog (NVIDIA, AMD Instinct): the report's words do not override it
+    for log in inputs.server_logs:  # the device a server log's engine config names
+        if (log.device or "").upper() in LOG_DEVICES:
+            return LOG_DEVICES[log.device.upper()]
     if "mlx" in (inputs.deployment.engine or "").lower():
         return "apple"  # MLX runs on Apple silicon only (mlx-lm, oMLX, mlx-serve, rapid-mlx...)
     where = f"{inputs.deployment.gpu or ''}\n{inputs.text}"

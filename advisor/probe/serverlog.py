@@ -488,7 +488,10 @@ class _Scan:
         if cudagraph_mode == "NONE":
             notes.append("CUDA graphs are off (compilation_config cudagraph_mode NONE)")
 
-        device = ln.get("device") or (as_str(cfg.get("device_config")) or "").upper() or None
+        # the engine config's device wins where it names one other than CUDA: vLLM on an Intel XPU still
+        # prints "GPU KV cache size" (a reviewer's find: an XPU log was shown as a GPU and given NVIDIA advice)
+        configured = (as_str(cfg.get("device_config")) or "").upper()
+        device = configured if configured and configured not in ("CUDA", "AUTO", "GPU") else ln.get("device") or configured or None
         return ServerLogInfo(
             source=self.source,
             vllm_version=first(ln.get("version"), ln.get("engine_version")),
