@@ -195,6 +195,9 @@ def _offered_clients(inputs: DiagnosisInputs) -> int | None:
                and math.isinf(r.offered_request_rate) and (r.num_prompts or r.completed)]
     if inputs.case is not None and inputs.case.workload.concurrency:
         counts.append(inputs.case.workload.concurrency)
+    # the client counts the words state ("64 concurrent clients"), where nothing measured gives one (a
+    # reviewer's find: 64 clients under max_num_seqs 256 were told the cap over-admits)
+    counts += list(inputs.stated.concurrency)
     return int(max(counts)) if counts else None
 
 
