@@ -279,22 +279,6 @@ def test_random_prompts_that_hit_the_cache_were_sent_before_or_recomputed(tmp_pa
     assert "38% of prompt tokens hit the cache" in answer
 
 
-@pytest.mark.parametrize(
-    "question,opening",
-    [
-        # a reviewer's find: "what speed should I expect?" opened with the ranking's first cause
-        ("What decode speed should I expect for Qwen2.5-32B-Instruct on one H100 with 4K prompts and 500-token outputs at 16 concurrent users?",
-         r"^Modelled for this deployment at c=16: each request decodes at about [\d.]+ tok/s \([\d.]+ ms per output token\), its first token comes after about [\d,.]+ (s|ms) \(median\)"),
-        ("How fast will Llama-3.1-8B-Instruct run on one L4 with 2000-token prompts?",
-         r"^Modelled for this deployment, one request alone: about [\d.]+ tok/s of decode \([\d.]+ tok/s on vLLM 0\.\d+\.\d+ or later[^)]*\), and a first token after about [\d,.]+ ms for a prompt of 2,000 tokens"),
-        ("Qwen2.5-72B-Instruct-AWQ 两张 A100-80G TP2，输入 8K 输出 1K，并发 32，大概能跑多少 tok/s？", r"^按这套部署建模，在 c=32 时：每个请求解码约 [\d.]+ tok/s"),
-    ],
-)
-def test_what_speed_to_expect_opens_with_the_models_figures(question, opening):
-    answer = Session(kb=False).answer(question).answer.markdown
-    assert re.search(opening, first_paragraph(answer)), first_paragraph(answer)
-
-
 def test_the_expected_figures_follow_the_physics():
     """One request alone on an 8B at BF16 (16 GB of weights) cannot decode faster than the GPU reads them."""
     ceiling = 3.35e12 / 16.06e9  # H100-SXM's bandwidth over the weights' bytes: tok/s
@@ -322,23 +306,6 @@ def test_tp_or_replicas_in_chinese_names_the_trade():
     assert re.match(r"^(这是取舍而不是明显更好|这个负载下保持张量并行|每张卡各跑一个副本)", first), first
 
 
-@pytest.mark.parametrize(
-    "question,opening",
-    [
-        # reviewers' finds: "how many users can I serve?" got the prefill floor, with no count
-        ("How many concurrent 32K-token users can I serve on 2x A100 80GB with Llama-3.1-70B-Instruct AWQ (4-bit), TP=2? "
-         "Prompts are about 32K tokens and outputs about 1K tokens.",
-         r"^About 10\.\d requests of 33,000 tokens each fit in the KV cache at once \([\d,]+ tokens of KV cache at 160 KiB per token per GPU; the performance model\)"),
-        # "32K 上下文" is the window; the prompt is "输入两万"
-        ("两张 A100-80G 跑 Qwen2.5-72B-Instruct-AWQ，TP2，32K 上下文，输入两万输出一千，能同时服务多少人？",
-         r"^KV 缓存一次约能放下 1\d\.\d 个请求，每个 21,000 个 token"),
-    ],
-)
-def test_how_many_users_opens_with_the_count(question, opening):
-    first = first_paragraph(Session(kb=False).answer(question).answer.markdown)
-    assert re.search(opening, first), first
-
-
 def test_a_second_gpu_tp2_or_replicas_models_both():
     """A reviewer's find: on one H100 whose KV cache holds 7.6 requests of 4,500 tokens, "Would TP=2 on two H100s
     be better than two copies?" read TP=2 as the deployment and modelled only the replica. Tensor parallelism 2
@@ -355,20 +322,34 @@ def test_a_second_gpu_tp2_or_replicas_models_both():
     assert tp.predicted_throughput > 1.5 * dp.predicted_throughput
 
 
-@pytest.mark.parametrize(
-    "question,opening",
-    [
-        # reviewers' finds: a stated speed above the model's typical efficiency got the ranking's guess, and one
-        # above the hardware's peak (400 tok/s for one request of a 70B on four H100s) was taken as is
-        ("Is vLLM slower than it should be? 175 tok/s single stream for Llama-3.1-8B-Instruct on one H100.",
-         r"^Yes, this is healthy: 175 tok/s is near the most this GPU allows one request, about 2\d\d tok/s"),
-        ("Llama-3.1-70B-Instruct on four H100 with TP=4, one request decodes at 400 tok/s. Is that normal?",
-         r"^That is more than this hardware can give one request: even at the full memory bandwidth one request decodes at most about (9\d|1\d\d)(\.\d)? tok/s"),
-        # "是不是 vLLM 有问题" asks whether the speed is normal; it does not say vLLM is not used
-        ("单张 A10（24G）跑 Llama-3.1-8B-Instruct，bf16，单请求输出 31 tok/s，TPOT 32ms，同一张卡 ollama 能跑 70 多。是不是 vLLM 有问题？",
-         r"^对单个请求来说，这基本就是这套硬件能达到的速度|^是正常的"),
-    ],
-)
-def test_a_stated_speed_is_set_beside_the_hardwares_peak(question, opening):
+#: Questions answered with the performance model's own figures or a verdict first (reviewers' finds, session 30).
+OPENINGS = [
+    # a reviewer's find: "what speed should I expect?" opened with the ranking's first cause
+    ("What decode speed should I expect for Qwen2.5-32B-Instruct on one H100 with 4K prompts and 500-token outputs at 16 concurrent users?",
+     r"^Modelled for this deployment at c=16: each request decodes at about [\d.]+ tok/s \([\d.]+ ms per output token\), its first token comes after about [\d,.]+ (s|ms) \(median\)"),
+    ("How fast will Llama-3.1-8B-Instruct run on one L4 with 2000-token prompts?",
+     r"^Modelled for this deployment, one request alone: about [\d.]+ tok/s of decode \([\d.]+ tok/s on vLLM 0\.\d+\.\d+ or later[^)]*\), and a first token after about [\d,.]+ ms for a prompt of 2,000 tokens"),
+    ("Qwen2.5-72B-Instruct-AWQ 两张 A100-80G TP2，输入 8K 输出 1K，并发 32，大概能跑多少 tok/s？", r"^按这套部署建模，在 c=32 时：每个请求解码约 [\d.]+ tok/s"),
+    # reviewers' finds: "how many users can I serve?" got the prefill floor, with no count
+    ("How many concurrent 32K-token users can I serve on 2x A100 80GB with Llama-3.1-70B-Instruct AWQ (4-bit), TP=2? "
+     "Prompts are about 32K tokens and outputs about 1K tokens.",
+     r"^About 10\.\d requests of 33,000 tokens each fit in the KV cache at once \([\d,]+ tokens of KV cache at 160 KiB per token per GPU; the performance model\)"),
+    # "32K 上下文" is the window; the prompt is "输入两万"
+    ("两张 A100-80G 跑 Qwen2.5-72B-Instruct-AWQ，TP2，32K 上下文，输入两万输出一千，能同时服务多少人？",
+     r"^KV 缓存一次约能放下 1\d\.\d 个请求，每个 21,000 个 token"),
+    # reviewers' finds: a stated speed above the model's typical efficiency got the ranking's guess, and one
+    # above the hardware's peak (400 tok/s for one request of a 70B on four H100s) was taken as is
+    ("Is vLLM slower than it should be? 175 tok/s single stream for Llama-3.1-8B-Instruct on one H100.",
+     r"^Yes, this is healthy: 175 tok/s is near the most this GPU allows one request, about 2\d\d tok/s"),
+    ("Llama-3.1-70B-Instruct on four H100 with TP=4, one request decodes at 400 tok/s. Is that normal?",
+     r"^That is more than this hardware can give one request: even at the full memory bandwidth one request decodes at most about (9\d|1\d\d)(\.\d)? tok/s"),
+    # "是不是 vLLM 有问题" asks whether the speed is normal; it does not say vLLM is not used
+    ("单张 A10（24G）跑 Llama-3.1-8B-Instruct，bf16，单请求输出 31 tok/s，TPOT 32ms，同一张卡 ollama 能跑 70 多。是不是 vLLM 有问题？",
+     r"^对单个请求来说，这基本就是这套硬件能达到的速度|^是正常的"),
+]
+
+
+@pytest.mark.parametrize("question,opening", OPENINGS)
+def test_the_answer_opens_with_the_models_figures_or_verdict(question, opening):
     first = first_paragraph(Session(kb=False).answer(question).answer.markdown)
     assert re.search(opening, first), first
