@@ -61,6 +61,8 @@ class DiagnosisInputs:
     measured: list[BenchmarkRun] = field(default_factory=list)
     metrics_windows: list[MetricsWindow] = field(default_factory=list)
     metrics_summaries: list[dict[str, Any]] = field(default_factory=list)
+    #: single /metrics dumps read so far, joined into windows per server once all are read (_join_dumps)
+    single_snapshots: list[Any] = field(default_factory=list)
     server_logs: list[ServerLogInfo] = field(default_factory=list)
     engine: Any = None  # perf.predict.EngineModel when the model and GPU are known
     #: perf.memory.MemoryParams the engine (and every what-if of it) is built with: the KV pool an
@@ -228,7 +230,34 @@ def _add_metrics(inputs: DiagnosisInputs, snapshots) -> None:
 
     if not snapshots:
         return
+    if len(snapshots) == 1:  # one dump: joined with the other dumps of the same server (_join_dumps)
+        inputs.single_snapshots.append(snapshots[0])
+        return
     _add_window(inputs, compute_window(snapshots))
+
+
+def _server_of(snapshot) -> tuple:
+    """The model names a dump's vLLM series carry: two dumps of one server name the same."""
+    return tuple(sorted({e.get("model_name", "") for e in snapshot.engines()}))
+
+
+def _join_dumps(inputs: DiagnosisInputs) -> None:
+    """Single /metrics dumps of the same server, attached one by one (a dump before the benchmark and one
+    after), are one window, as `probe metrics FILE FILE` reads them: a reviewer's find, each was read as
+    the server's history since it started (a 40.8% prefix hit rate where the run's own was 5.5%). Dumps
+    of different servers stay apart."""
+    from ..probe.metrics import compute_window
+
+    pending, inputs.single_snapshots = inputs.single_snapshots, []
+    groups: dict[tuple, list] = {}
+    for snap in pending:
+        groups.setdefault(_server_of(snap), []).append(snap)
+    for snaps in groups.values():
+        if len(snaps) >= 2:  # ordered by their times, else as given (compute_window, as `probe metrics` does)
+            _add_window(inputs, compute_window(snaps))
+        else:
+            for snap in snaps:
+                _add_window(inputs, compute_window([snap]))
 
 
 def _add_window(inputs: DiagnosisInputs, window: MetricsWindow) -> None:
@@ -298,6 +327,7 @@ def gather(
             # (a wrong port): the answer comes from the rest, and says which and why (the URL as
             # messages show it: no user:password, no query string)
             inputs.set_aside(InputNote.from_error("attachment_skipped", exc, display_url(source) if is_url(source) else source, field=None))
+    _join_dumps(inputs)  # the single dumps of the attachments and of --metrics, per server
     if prometheus:  # a fleet through the Prometheus that scrapes it: the summed window, then each instance
         from ..probe.metrics.prometheus import fetch_prometheus, fleet_windows
 

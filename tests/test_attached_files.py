@@ -1,4 +1,6 @@
-"""Gzipped inputs are read as their text (probe/files.open_bytes): the project's own run folders keep
+"""Attached files read as a user hands them over: gzipped (probe/files.open_bytes), and /metrics dumps of one server joined.
+
+Gzipped inputs are read as their text: the project's own run folders keep
 their server logs, /metrics snapshots and results gzipped, and a reviewer attaching one got "a binary
 file" for each. What a file inflates to is bounded like a plain file's size."""
 
@@ -44,3 +46,26 @@ def test_a_broken_gzip_file_is_one_line(tmp_path):
     broken.write_bytes(gzip.compress(b"INFO hello\n" * 1000)[:40])
     with pytest.raises(InputFileError, match="not a readable gzip file"):
         read_text(broken)
+
+
+def test_two_dumps_of_one_server_attached_one_by_one_are_one_window():
+    """A reviewer's find: a /metrics dump before the benchmark and one after, attached to `ask`, were read as
+    two histories since the server started (prefix hit rates 40.8% and 38.4%); `probe metrics` reads them as
+    the run's window (5.5%)."""
+    from vllm_advisor import Session
+
+    dumps = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "vllm-cpu-real" / "metrics"
+    both = Session(kb=False, attachments=[dumps / "A_05a_before_bench_in1024_c16.txt", dumps / "A_05b_after_bench_in1024_c16.txt"]).answer("why?").inputs
+    assert [s["num_snapshots"] for s in both.metrics_summaries] == [2]
+    assert round(both.metrics_summaries[0]["engines"][0]["prefix_cache_hit_rate_pct"], 1) == 5.5
+    one = Session(kb=False, attachments=[dumps / "A_05a_before_bench_in1024_c16.txt"]).answer("why?").inputs
+    assert [s["num_snapshots"] for s in one.metrics_summaries] == [1]
+
+
+def test_dumps_of_different_servers_stay_apart():
+    from vllm_advisor import Session
+
+    real = Path(__file__).resolve().parents[2] / "shared" / "fixtures" / "real-metrics"
+    files = [real / "production-stack-issue617_vllm-0.10.0_glm45_excerpt.txt", real / "production-stack-issue318_vllm-v1-early2025_qwen25coder32b_excerpt.txt"]
+    inputs = Session(kb=False, attachments=files).answer("why?").inputs
+    assert [s["num_snapshots"] for s in inputs.metrics_summaries] == [1, 1]
