@@ -349,7 +349,7 @@ def _flags(text: str) -> dict[str, int | float | str]:
     """The vLLM settings ``text`` gives one value each, as the server runs them (not as proposed)."""
     found: dict[str, list] = {}
     for m in _FLAG_VALUE.finditer(text):
-        if _PROPOSED.search(text[max(0, m.start() - 16) : m.start()]):
+        if _proposed(text, m.start(), reach=16):
             continue
         name, raw = m.group(1).lower().replace("-", "_"), m.group(2).strip()
         kind = _FLAG_KINDS[name]
