@@ -249,9 +249,8 @@ def expected_verdict(diagnosis: Diagnosis) -> Msg | None:
 
 def parallel_choice_verdict(question: str | None, diagnosis: Diagnosis) -> Msg | None:
     """For "TP or replicas?": the what-if of one replica per GPU, as the model predicts it at this load."""
-    from ..schema.message import msg
-
     from ..diagnosis.report_facts import PARALLEL_CHOICE
+    from ..schema.message import msg
 
     if not question or not PARALLEL_CHOICE.search(question):
         return None
