@@ -252,8 +252,9 @@ def _rate_bound(inputs: DiagnosisInputs, board: Board) -> None:
             continue
         predicted = _match(run, inputs.predicted)
         view = predicted.server_view if predicted is not None else None
-        allowed = min(x for x in (run.offered_concurrency, engine.config.max_num_seqs) if x)
-        if view is None or view.running_mean is None or view.running_mean > RATE_BOUND_RUNNING * allowed:
+        caps = [x for x in (run.offered_concurrency, engine.config.max_num_seqs) if x]
+        allowed = min(caps) if caps else None
+        if view is None or view.running_mean is None or allowed is None or view.running_mean > RATE_BOUND_RUNNING * allowed:
             continue
         origin = dict(kind="reported", origin="case") if run.format == "observations" else dict(kind="measured", origin="file", where=run.source.split("/")[-1])
         evidence = [
