@@ -40,3 +40,22 @@ def test_a_healthy_tpot_is_not_beyond_the_ceiling(tmp_path):
     inputs = Session(profile=case, kb=False).answer().inputs
     ceiling = inputs.ceiling[0]
     assert ceiling.tpot_ms.mean < 5.7
+
+
+def test_a_steady_ttft_at_many_clients_is_not_beyond_the_ceiling(tmp_path):
+    """A reviewer's find (Qwen2.5-7B, one H100, 2K / 512 at 50 clients): TTFT 220 ms was called 2.4x faster than
+    the ceiling's mean of 518 ms, a mean carried by the simulation's first wave of 50 prompts sent together; and
+    50 x 70 tok/s was called a formula with only 47 running, where the server's own count said 50."""
+    case = tmp_path / "case.yaml"
+    case.write_text(
+        "question: 并发五十的时候每个请求掉到 70 tok/s，是不是哪里配置错了？\n"
+        "deployment: {engine: vllm, vllm_version: '0.10.1', model: Qwen/Qwen2.5-7B-Instruct, gpu: H100, num_gpus: 1}\n"
+        "workload: {input_len: 2048, output_len: 512, concurrency: 50, dataset: random}\n"
+        "observations:\n"
+        "  - {concurrency: 1, output_tok_s_per_request: 160, ttft_ms: {mean: 45}, tpot_ms: {mean: 6.2}}\n"
+        "  - {concurrency: 50, output_tok_s_per_request: 70, output_tok_s_total: 3500, ttft_ms: {mean: 220}, tpot_ms: {mean: 14},\n"
+        "     kv_cache_usage_pct: 18, num_requests_running: 50, num_requests_waiting: 0}\n"
+    )
+    reasons = {r.id for f in Session(profile=case, kb=False).answer().diagnosis.findings for r in f.reasons}
+    assert "reason.beyond_ceiling" not in reasons
+    assert not reasons & {"reason.throughput_formula", "reason.throughput_formula_running"}
