@@ -257,7 +257,7 @@ def prefix_reuse_missing(inputs: DiagnosisInputs) -> bool:
 RANDOM_PROMPTS = re.compile(
     r"dataset[-_ ]name\s*[= ]?\s*['\"]?random(?![-_]mm)" + _Z
     + r"|--random[-_]input[-_]len"
-    + r"|\brandom(?:ly generated)?\s+(?:synthetic\s+)?(?:prompts?|inputs?|tokens?|dataset|data|text|requests?)\b"
+    + r"|\brandom(?:ly generated)?\s+(?:synthetic\s+)?(?:prompts?|inputs?|tokens?|dataset|data|text)\b"
     + r"|\b(?:prompts?|inputs?)\s+(?:are|were)\s+(?:generated\s+)?random(?:ly generated)?\b"
     + r"|随机\s*(?:生成\s*)?(?:的\s*)?(?:prompt|提示词|数据集?|输入|token|文本|请求)",
     re.I,
