@@ -259,7 +259,7 @@ RANDOM_PROMPTS = re.compile(
     + r"|--random[-_]input[-_]len"
     + r"|\brandom(?:ly generated)?\s+(?:synthetic\s+)?(?:prompts?|inputs?|tokens?|dataset|data|text)\b"
     + r"|\b(?:prompts?|inputs?)\s+(?:are|were)\s+(?:generated\s+)?random(?:ly generated)?\b"
-    + r"|随机\s*(?:生成\s*)?(?:的\s*)?(?:prompt|提示词|数据集?|输入|token|文本|请求)",
+    + r"|随机\s*(?:生成\s*)?(?:的\s*)?(?:prompt|提示词|数据集?|输入|token|文本)",
     re.I,
 )
 #: ...unless the words give them a common part: ``--random-prefix-len N`` (N > 0), the prefix-repetition
