@@ -94,6 +94,11 @@ def model_disagreement(inputs: DiagnosisInputs) -> ModelAgreement | None:
 DEFAULT_CONTEXT_TOKENS = 1024
 
 
+def decode_context(inputs: DiagnosisInputs) -> int:
+    """The context a decoding request holds on average: its prompt and half its output."""
+    return (inputs.input_len or DEFAULT_CONTEXT_TOKENS) + (inputs.output_len or 0) // 2
+
+
 def _single_request(inputs: DiagnosisInputs) -> tuple[float, int] | None:
     """(tok/s, context tokens) of one request alone decoding on the modelled deployment: its weights and
     KV read once per token at the GPU's bandwidth, the step's fixed costs; None when not modelled or
@@ -101,15 +106,18 @@ def _single_request(inputs: DiagnosisInputs) -> tuple[float, int] | None:
     engine = inputs.engine
     if engine is None:
         return None
-    from ..perf.simulator import StepBatch
-
-    context = (inputs.input_len or DEFAULT_CONTEXT_TOKENS) + (inputs.output_len or 0) // 2
+    context = decode_context(inputs)
     if engine.memory.kv_cache_tokens < context:  # the weights leave no room for this one request
         return None
-    step_ms = engine.step.breakdown(StepBatch(1, context, ())).total_ms
+    step_ms = engine.decode_step_ms(1, context)
     if not step_ms or step_ms <= 0:
         return None
     return round(1000.0 / step_ms, 1), context
+
+
+def _files_measured(inputs: DiagnosisInputs) -> bool:
+    """A benchmark file was given: its figures say more than words or the model's expectations."""
+    return any(m.format != "observations" for m in inputs.measured)
 
 
 def stated_speed(inputs: DiagnosisInputs) -> StatedSpeed | None:
@@ -122,19 +130,15 @@ def stated_speed(inputs: DiagnosisInputs) -> StatedSpeed | None:
     engine = inputs.engine
     if not said.request_tok_s or engine is None or any(c > 1 for c in said.concurrency):
         return None
-    if any(m.format != "observations" for m in inputs.measured):  # a benchmark file says more than words
+    if _files_measured(inputs):
         return None
     single = _single_request(inputs)
     if single is None:
         return None
     from .inputs import ceiling_efficiency
 
-    used = engine.step.eff
-    try:
-        engine.step.eff = ceiling_efficiency(used)
+    with engine.efficiency(ceiling_efficiency(engine.step.eff)):
         ceiling = _single_request(inputs)
-    finally:
-        engine.step.eff = used
     return StatedSpeed(stated_tok_s=said.request_tok_s, modelled_tok_s=single[0], context_tokens=single[1], ceiling_tok_s=ceiling[0] if ceiling else None)
 
 
@@ -142,26 +146,18 @@ def expected_figures(inputs: DiagnosisInputs) -> ExpectedFigures | None:
     """What the performance model expects of this deployment: one request alone, and the figures at the
     heaviest client count the case or the words give (its uncalibrated prediction). None when a
     benchmark file was given (its figures and the agreement above say more) or nothing is modelled."""
-    if any(m.format != "observations" for m in inputs.measured):
+    if _files_measured(inputs):
         return None
     single = _single_request(inputs)
     if single is None:
         return None
-    from ..perf.simulator import StepBatch
-
     single_ttft = None
-    if inputs.input_len:  # one prompt alone: its prefill steps, chunked by the token budget
-        budget = inputs.engine.config.max_num_batched_tokens or inputs.input_len
-        done, ms = 0, 0.0
-        while done < inputs.input_len:
-            chunk = min(budget, inputs.input_len - done)
-            ms += inputs.engine.step.breakdown(StepBatch(0, 0, ((chunk, done),))).total_ms
-            done += chunk
-        ms += inputs.engine.step.eff.intake_delay_ms  # from the request sent to the scheduler (fitted on real vLLM)
+    if inputs.input_len:  # one prompt alone, and the time from its sending to the scheduler (fitted on real vLLM)
+        ms = inputs.engine.prefill_alone_ms(inputs.input_len) + inputs.engine.step.eff.intake_delay_ms
         single_ttft = round(ms, 1) if ms > 0 else None
     figures = ExpectedFigures(single_tok_s=single[0], single_ttft_ms=single_ttft, input_len=inputs.input_len, output_len=inputs.output_len)
     _capacity(inputs, figures)
-    figures.single_tok_s_measured_release, figures.measured_release = _on_measured_release(inputs)
+    figures.single_tok_s_measured_release, figures.measured_release = _on_measured_release(inputs, single[0])
     runs = [r for r in inputs.predicted if not r.calibrated and not r.ceiling and r.offered_concurrency]
     if runs:
         run = max(runs, key=lambda r: r.offered_concurrency)
@@ -176,22 +172,23 @@ def expected_figures(inputs: DiagnosisInputs) -> ExpectedFigures | None:
     return figures
 
 
-def _on_measured_release(inputs: DiagnosisInputs) -> tuple[float | None, str | None]:
-    """One request alone with the engine terms fitted on the vLLM release measured on real GPUs, where
-    this deployment keeps the older sourced terms (its version not given, or older): (tok/s, release),
-    or (None, None) when they are the ones in use or change it by under 3%."""
+#: The engine terms a decode step of one request depends on, fitted on the release measured on real GPUs.
+DECODE_TERMS = ("step_overhead_ms", "per_seq_overhead_us", "decode_graph_factor")
+
+
+def _on_measured_release(inputs: DiagnosisInputs, single_tok_s: float) -> tuple[float | None, str | None]:
+    """One request alone (``single_tok_s`` with the terms in use) with the engine terms fitted on the vLLM
+    release measured on real GPUs, where this deployment keeps the older sourced terms (its version not
+    given, or older): (tok/s, release), or (None, None) when they are the ones in use or change it by under 3%."""
     from ..perf.efficiency import Efficiency, shipped_engine_fit
 
     engine = inputs.engine
     fitted, used = Efficiency(), engine.step.eff
-    if all(getattr(used, name) == getattr(fitted, name) for name in ("step_overhead_ms", "decode_graph_factor", "per_seq_overhead_us")):
+    if all(getattr(used, name) == getattr(fitted, name) for name in DECODE_TERMS):
         return None, None
-    try:
-        engine.step.eff = used.model_copy(update={name: getattr(fitted, name) for name in ("step_overhead_ms", "per_seq_overhead_us", "decode_graph_factor")})
+    with engine.efficiency(used.model_copy(update={name: getattr(fitted, name) for name in DECODE_TERMS})):
         single = _single_request(inputs)
-    finally:
-        engine.step.eff = used
-    if single is None or abs(single[0] / _single_request(inputs)[0] - 1.0) < 0.03:
+    if single is None or abs(single[0] / single_tok_s - 1.0) < 0.03:
         return None, None
     return single[0], shipped_engine_fit().engine.split()[1]
 
@@ -200,8 +197,6 @@ def _capacity(inputs: DiagnosisInputs, figures: ExpectedFigures) -> None:
     """How many requests of the workload's length the KV cache holds at once, and each one's decode
     speed when that many decode together (their weights read once per step, their KV each): the reply
     to "how many users can I serve?" (a reviewer's find: it got the prefill floor instead)."""
-    from ..perf.simulator import StepBatch
-
     engine = inputs.engine
     if not inputs.input_len:
         return
@@ -213,7 +208,6 @@ def _capacity(inputs: DiagnosisInputs, figures: ExpectedFigures) -> None:
     batch = min(int(fits), engine.config.max_num_seqs or int(fits))
     if batch < 1:
         return
-    context = inputs.input_len + (inputs.output_len or 0) // 2
-    step_ms = engine.step.breakdown(StepBatch(batch, batch * context, ())).total_ms
+    step_ms = engine.decode_step_ms(batch, decode_context(inputs))
     if step_ms and step_ms > 0:
         figures.full_batch, figures.full_batch_tok_s = batch, round(1000.0 / step_ms, 1)

@@ -724,15 +724,13 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
             input_len=inputs.input_len, output_len=inputs.output_len, shared_prefix_len=inputs.shared_prefix_len or 0, num_prompts=diagnosis_prompts(p)
         )
         try:
-            engine.step.eff = inputs.calibration.efficiency if calibrated else sourced
-            run, _ = predict_load_point(engine, p, **kwargs)
-            engine.step.eff = ceiling
-            best, _ = predict_load_point(engine, p, **kwargs)
+            with engine.efficiency(inputs.calibration.efficiency if calibrated else sourced):
+                run, _ = predict_load_point(engine, p, **kwargs)
+            with engine.efficiency(ceiling):
+                best, _ = predict_load_point(engine, p, **kwargs)
         except AdvisorError as exc:
             inputs.notes.append(f"{p.label}: {exc.one_line()}")
             continue
-        finally:
-            engine.step.eff = sourced
         run.calibrated = calibrated
         best.label = f"hardware ceiling {p.label}"
         best.ceiling = True
@@ -756,14 +754,11 @@ def _service_rate(inputs: DiagnosisInputs, efficiency) -> None:
         if inputs.service_rate is None:  # said once (the calibrated pass asks again)
             inputs.set_aside(typed_note("workload_bounded", "service_rate_budget", field="request_rate", input=inputs.input_len, output=inputs.output_len))
         return
-    sourced = engine.step.eff
     try:
-        engine.step.eff = efficiency
-        inputs.service_rate = service_rate(engine, input_len=inputs.input_len, output_len=inputs.output_len, shared_prefix_len=inputs.shared_prefix_len or 0, rounds=rounds)
+        with engine.efficiency(efficiency):
+            inputs.service_rate = service_rate(engine, input_len=inputs.input_len, output_len=inputs.output_len, shared_prefix_len=inputs.shared_prefix_len or 0, rounds=rounds)
     except AdvisorError as exc:
         inputs.notes.append(f"service rate: {exc.one_line()}")
-    finally:
-        engine.step.eff = sourced
 
 
 def _queue_bound(inputs: DiagnosisInputs, run: BenchmarkRun) -> bool:

@@ -217,6 +217,14 @@ def _figure(run: BenchmarkRun, attr: str) -> float | None:
     return value.mean if value.mean is not None else value.median
 
 
+def _said_by(run: BenchmarkRun) -> dict:
+    """Where a measured run's figure comes from, as Evidence fields: the case's own observations
+    (reported) or a benchmark file (measured, by its name)."""
+    if run.format == "observations":
+        return dict(kind="reported", origin="case", where=None)
+    return dict(kind="measured", origin="file", where=run.source.split("/")[-1])
+
+
 def _ceiling_figure(ceiling: BenchmarkRun, attr: str, higher_better: bool) -> float | None:
     """The ceiling's figure a measured mean cannot pass: a latency's fastest request, not its mean. The
     simulation sends its clients' first requests together, so its mean TTFT carries that first wave in a
@@ -268,9 +276,8 @@ def _rate_bound(inputs: DiagnosisInputs, board: Board) -> None:
         allowed = min(caps) if caps else None
         if view is None or view.running_mean is None or allowed is None or view.running_mean > RATE_BOUND_RUNNING * allowed:
             continue
-        origin = dict(kind="reported", origin="case") if run.format == "observations" else dict(kind="measured", origin="file", where=run.source.split("/")[-1])
         evidence = [
-            Evidence(**origin, label=msg("figure.output_throughput_tok_s"), load=run.load_label, value=round(measured, 1), unit="tok/s",
+            Evidence(**_said_by(run), label=msg("figure.output_throughput_tok_s"), load=run.load_label, value=round(measured, 1), unit="tok/s",
                      detail=msg("detail.rate_sends", rate=q(rate, "req/s"), sent=q(round(sent, 1), "tok/s"))),
             _model(msg("ev.running"), round(view.running_mean, 1), "requests", load=run.load_label),
         ]
@@ -307,9 +314,7 @@ def _beyond_ceiling(inputs: DiagnosisInputs, board: Board) -> None:
             if ratio > 1.3:
                 hits.append(
                     Evidence(
-                        kind="reported" if run.format == "observations" else "measured",
-                        origin="case" if run.format == "observations" else "file",
-                        where=None if run.format == "observations" else run.source.split("/")[-1],
+                        **_said_by(run),
                         label=msg(f"figure.{attr}"),
                         load=run.load_label,
                         value=round(m, 1),
@@ -410,16 +415,7 @@ def _chunked_prefill(inputs: DiagnosisInputs, board: Board) -> None:
 def _prefill_compute(inputs: DiagnosisInputs, board: Board) -> None:
     if not inputs.input_len or inputs.input_len < 4000:
         return
-    engine = inputs.engine
-    from ..perf.simulator import StepBatch
-
-    budget = engine.config.max_num_batched_tokens if engine.config.enable_chunked_prefill else inputs.input_len
-    t = 0.0
-    done = 0
-    while done < inputs.input_len:
-        chunk = min(budget, inputs.input_len - done)
-        t += engine.step(StepBatch(0, 0, ((chunk, done),)))
-        done += chunk
+    t = inputs.engine.prefill_alone_ms(inputs.input_len) / 1000
     measured = [r.ttft_ms.mean or r.ttft_ms.median for r in inputs.measured if r.ttft_ms and (r.ttft_ms.mean or r.ttft_ms.median)]
     label = msg("ev.prefill_one", tokens=q(inputs.input_len, "tokens"))
     ev = _model(label, round(t, 2), "s", msg("detail.idle_server"))
@@ -466,7 +462,9 @@ def _cpu_offload(inputs: DiagnosisInputs, board: Board) -> None:
         return
     link = PCIE_X16_GBS[gen]
     copy_ms = 1000.0 * gb / link
-    step_ms = inputs.engine.decode_step_ms(1, (inputs.input_len or 1024) + (inputs.output_len or 0) // 2)
+    from .agreement import decode_context
+
+    step_ms = inputs.engine.decode_step_ms(1, decode_context(inputs))
     bound = 1000.0 / (copy_ms + step_ms)
     ev = _model(msg("ev.offload_copy"), round(copy_ms, 1), "ms", msg("detail.offload_copy", gb=q(gb, "GB"), gen=gen, link=q(link, "GB/s")))
     reason = msg("reason.cpu_offload", gb=q(gb, "GB"), gen=gen, link=q(link, "GB/s"), copy=q(round(copy_ms, 1), "ms"), bound=q(round(bound, 1), "tok/s"))

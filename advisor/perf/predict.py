@@ -9,6 +9,8 @@ probe loaded from the user's files.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from ..errors import UsageError
@@ -72,6 +74,29 @@ class EngineModel:
 
     def mixed_step_ms(self, batch_size: int, context_len: int, chunk: int, depth: int) -> float:
         return self.step(StepBatch(batch_size, batch_size * context_len, ((chunk, depth),))) * 1e3
+
+    def prefill_alone_ms(self, input_len: int) -> float:
+        """One prompt prefilled on an idle server: its chunks of the step's token budget in turn (the whole
+        prompt in one step with chunked prefill off), no decodes beside them."""
+        c = self.config
+        budget = c.max_num_batched_tokens if c.enable_chunked_prefill else input_len
+        total, done = 0.0, 0
+        while done < input_len:
+            chunk = min(budget, input_len - done)
+            total += self.step(StepBatch(0, 0, ((chunk, done),)))
+            done += chunk
+        return total * 1e3
+
+    @contextmanager
+    def efficiency(self, eff: Efficiency) -> Iterator[EngineModel]:
+        """The step model under ``eff`` for the block (a ceiling, a calibration, another release's terms),
+        and back to the efficiency it had after it, whatever the block raises."""
+        held = self.step.eff
+        self.step.eff = eff
+        try:
+            yield self
+        finally:
+            self.step.eff = held
 
 
 def _heads_divide(model, tp: int) -> None:
