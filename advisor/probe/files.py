@@ -133,29 +133,40 @@ def is_gzip(path: str | Path) -> bool:
         return fh.read(2) == GZIP_MAGIC
 
 
-def open_bytes(path: str | Path):
+def open_bytes(path: str | Path, packed: bool | None = None):
     """The file's bytes, decompressed when it is gzip (``server.log.gz``, ``results.json.gz``): a reader
-    sees the text either way; the size limits apply to what it reads, after decompression."""
+    sees the text either way; the size limits apply to what it reads, after decompression. ``packed``:
+    whether it is gzip, where the caller already looked (``is_gzip``)."""
     import gzip
 
-    return gzip.open(path, "rb") if is_gzip(path) else open(path, "rb")
+    return gzip.open(path, "rb") if (is_gzip(path) if packed is None else packed) else open(path, "rb")
 
 
-def _gzip_failure(exc: Exception, path: str | Path) -> InputFileError:
+def gzip_failures() -> tuple[type[BaseException], ...]:
+    """What reading a damaged gzip file raises (imported when asked: most inputs are not gzip)."""
+    import gzip
+    import zlib
+
+    return (gzip.BadGzipFile, EOFError, zlib.error)
+
+
+def gzip_failure(exc: BaseException, path: str | Path) -> InputFileError:
     return InputFileError(f"not a readable gzip file ({type(exc).__name__})", source=str(path), reason="bad_gzip")
+
+
+def inflated(limit: int, source: str | Path) -> InputFileError:
+    """A gzip file that decompresses past ``limit`` bytes: refused as a plain file of that size would be."""
+    return InputFileError(f"decompresses past the {limit / 2**20:g} MiB limit", source=str(source), reason="inflates", reason_args={"limit": f"{limit / 2**20:g}"})
 
 
 def read_head(path: str | Path, n: int = 4096) -> bytes:
     """The first ``n`` bytes of a regular file, decompressed when it is gzip (anything else is refused before it is opened)."""
-    import gzip
-    import zlib
-
     check_readable(path, max_bytes=2**62)
     try:
         with open_bytes(path) as fh:
             return fh.read(n)
-    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
-        raise _gzip_failure(exc, path) from None
+    except gzip_failures() as exc:
+        raise gzip_failure(exc, path) from None
     except OSError as exc:
         raise InputFileError(f"cannot read: {exc.strerror or exc}", source=str(path), reason="unreadable", reason_args={"error": str(exc.strerror or exc)}) from None
 
@@ -165,20 +176,17 @@ def read_text(path: str | Path, max_bytes: int | None = None) -> str:
     p = check_readable(path, max_bytes)
     if looks_binary(read_head(p, 1024)):
         raise InputFileError("is a binary file, expected text (JSON, YAML, CSV or a log)", source=str(path), reason="binary_text")
-    import gzip
-    import zlib
-
     limit = max_bytes if max_bytes is not None else max_input_bytes()
     packed = is_gzip(p)
     try:
-        with open_bytes(p) as fh:
+        with open_bytes(p, packed) as fh:
             data = fh.read(limit + 1)  # a file that grew since stat() (or inflates past it) is still cut at the limit
-    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
-        raise _gzip_failure(exc, path) from None
+    except gzip_failures() as exc:
+        raise gzip_failure(exc, path) from None
     except OSError as exc:
         raise InputFileError(f"cannot read: {exc.strerror or exc}", source=str(path), reason="unreadable", reason_args={"error": str(exc.strerror or exc)}) from None
     if len(data) > limit and packed:
-        raise InputFileError(f"decompresses past the {limit / 2**20:g} MiB limit", source=str(path), reason="inflates", reason_args={"limit": f"{limit / 2**20:g}"})
+        raise inflated(limit, path)
     if len(data) > limit:
         raise InputFileError(f"file grew past the {limit / 2**20:g} MiB limit while it was read", source=str(path), reason="grew", reason_args={"limit": f"{limit / 2**20:g}"})
     try:

@@ -41,7 +41,7 @@ from typing import Any, BinaryIO, Iterable, Iterator
 
 from ..errors import InputFileError, UnknownFormatError
 from ..schema import ServerLogInfo, ServerStatsLine
-from .files import check_readable, is_gzip, is_utf16, looks_binary, max_input_bytes, open_bytes, read_head
+from .files import check_readable, gzip_failure, gzip_failures, inflated, is_gzip, is_utf16, looks_binary, max_input_bytes, open_bytes, read_head
 
 #: Logs are streamed, so they may be far larger than files read into memory.
 LOG_SIZE_FACTOR = 16
@@ -574,17 +574,15 @@ def parse_server_log(path: str | Path) -> ServerLogInfo:
     head = read_head(p, 1024)
     if looks_binary(head):
         raise InputFileError("is a binary file, expected a vLLM server log (text)", source=str(path))
-    import gzip
-    import zlib
-
+    packed = is_gzip(p)
     try:
-        with open_bytes(p) as fh:  # a gzipped log streams the same, what it inflates to bounded as read
+        with open_bytes(p, packed) as fh:  # a gzipped log streams the same, what it inflates to bounded as read
             lines = _lines(fh, is_utf16(head))
-            if is_gzip(p):
+            if packed:
                 lines = _capped(lines, max_input_bytes() * LOG_SIZE_FACTOR, str(path))
             return _scan(lines, str(path))
-    except (gzip.BadGzipFile, EOFError, zlib.error) as exc:
-        raise InputFileError(f"not a readable gzip file ({type(exc).__name__})", source=str(path), reason="bad_gzip") from None
+    except gzip_failures() as exc:
+        raise gzip_failure(exc, path) from None
     except OSError as exc:
         raise InputFileError(f"cannot read: {exc.strerror or exc}", source=str(path)) from None
 
@@ -595,7 +593,7 @@ def _capped(lines: Iterator[str], limit: int, source: str) -> Iterator[str]:
     for line in lines:
         read += len(line)
         if read > limit:
-            raise InputFileError(f"decompresses past the {limit / 2**20:g} MiB limit", source=source, reason="inflates", reason_args={"limit": f"{limit / 2**20:g}"})
+            raise inflated(limit, source)
         yield line
 
 
