@@ -258,7 +258,9 @@ def test_a_stated_awq_checkpoint_is_modelled_at_four_bits():
     assert inputs.engine.memory.weights_gib < 25
 
 
-@pytest.mark.parametrize(("text", "version"), [("vLLM 0.18.0rc1 is slower than 0.17", "0.18.0rc1"), ("built vLLM v0.10.1.dev3 from source", "0.10.1.dev3"), ("vllm==0.8.5.post1 on H100", "0.8.5.post1")])
+@pytest.mark.parametrize(("text", "version"), [("vLLM 0.18.0rc1 is slower than 0.17", "0.18.0rc1"), ("built vLLM v0.10.1.dev3 from source", "0.10.1.dev3"), ("vllm==0.8.5.post1 on H100", "0.8.5.post1"),
+                                               # a sentence that ends on the release, and a "v" pre-release (read as "v0.11.0" beside "0.11.0rc1": two releases, neither kept)
+                                               ("Qwen2.5-7B on one L40S, vLLM 0.8.5.", "0.8.5"), ("we run vLLM v0.11.0rc1.", "0.11.0rc1")])
 def test_pre_releases_and_builds_are_read_whole(text, version):
     assert read_stated_facts(text).vllm_version == version
 

@@ -101,7 +101,8 @@ _BEFORE_GPU = re.compile(_COUNT + r"\s*(?:x|×|\*|张|块|片|卡|个)?\s*(?:nvi
 _AFTER_GPU = re.compile(r"^s?\s*(?:x|×|\*)\s*(\d{1,4})" + _Z, re.IGNORECASE)
 #: A vLLM release as written, whole ("0.8.5", "v0.10.1", "0.6.3.post1", "0.18.0rc1", "0.10.1.dev3"): a
 #: release is 0.x or, later, 1.x/2.x.
-_RELEASE = r"v?([0-2]\.\d{1,3}(?:\.\d{1,3})?(?:\.post\d+|\.?rc\d+|\.dev\d+)?)(?![\d.])"
+#: A sentence may end on it ("... on one L40S, vLLM 0.8.5."): only a dot before a digit continues it.
+_RELEASE = r"v?([0-2]\.\d{1,3}(?:\.\d{1,3})?(?:\.post\d+|\.?rc\d+|\.dev\d+)?)(?!\d|\.\d)"
 #: "vLLM 0.6.3", "vllm==0.8.5", "vLLM v0.10.1", "vLLM 0.18.0rc1" ("vLLM 51.4 tok/s" is a rate)
 _VERSION = re.compile(
     _A + r"vllm\s*(?:==|version|版本|v)?\s*[:：=]?\s*" + _RELEASE
@@ -466,7 +467,7 @@ _UPGRADE = re.compile(
 
 
 #: a release written with a "v" ("on v0.19.0"): in these reports nearly always vLLM's own
-_V_RELEASE = re.compile(_A + r"v(0\.\d{1,3}\.\d{1,3})(?![\d.])", re.IGNORECASE)
+_V_RELEASE = re.compile(_A + r"v(0\.\d{1,3}\.\d{1,3}(?:\.post\d+|\.?rc\d+|\.dev\d+)?)(?!\d|\.\d)", re.IGNORECASE)
 
 
 def _version(text: str) -> str | None:
