@@ -20,6 +20,7 @@ from ..messages import cause_mechanism, cause_name, cause_title, fmt_number, fmt
 from ..schema import Citation, Diagnosis, Evidence, Finding, Msg, Recommendation
 from .figures import Figure, Figures, LoadRow, collect_figures
 from .model import Answer
+from .question import LIKELY
 from .sources import attach_sources, card_upstream, query_tokens
 
 KEY_FIGURES_IN_ANSWER = 3
@@ -287,9 +288,6 @@ def render_direct(diagnosis: Diagnosis, language: str) -> list[str]:
     return out
 
 
-#: A finding's confidence is calibrated (RESULTS.md's reliability table): at one half or more it is
-#: more likely than not one of the causes, and only then is it said to be contributing.
-LIKELY = 0.5
 
 
 def at_work(f: Finding) -> bool:

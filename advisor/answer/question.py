@@ -469,6 +469,9 @@ class Reply:
 
 
 KEY_FIGURES = 3
+#: A finding's confidence is calibrated (RESULTS.md's reliability table): at one half or more it is
+#: more likely than not one of the causes, and only then is it said to be contributing.
+LIKELY = 0.5
 
 
 def leading(diagnosis: Diagnosis) -> list[Finding]:
@@ -511,6 +514,7 @@ def direct_reply(question: str | None, diagnosis: Diagnosis) -> Reply:
     lead = leading(diagnosis)
     eligible = [f for f in diagnosis.findings if f in lead or computed(f)]
     per_topic = 2 if len(asked) == 1 else 1  # two questions in one: the most direct reason of each
+    first_likely = diagnosis.findings[0] if diagnosis.findings and diagnosis.findings[0].confidence >= LIKELY and computed(diagnosis.findings[0]) else None
     for topic in asked:
         wanted, causes = ANSWERS[topic]
         found = [(wanted.index(r.id), f, r) for f in eligible for r in f.reasons if r.id in wanted]
@@ -518,11 +522,15 @@ def direct_reply(question: str | None, diagnosis: Diagnosis) -> Reply:
         picked = found[:per_topic]
         if topic == "per_request_speed":  # which definition the user's figure fits: always said
             picked += [x for x in found if x[2].id == "reason.definition_fit" and x not in picked][:1]
+        # with none of the topic's own reasons found, an unlikely finding of the topic does not open
+        # before a likely one computed for this deployment (a pasted stats log: 256 running at the
+        # default cap, 0.78, opened "likeliest cause (4%): queueing" for "why is throughput low?")
+        standing = [f for f in eligible if f.confidence >= LIKELY or not (first_likely and first_likely is not f)]
         if not picked:
-            f = next((f for f in eligible if f.cause in causes and f.reasons), None)
+            f = next((f for f in standing if f.cause in causes and f.reasons), None)
             picked = [(0, f, f.reasons[0])] if f is not None else []
         if not picked:  # a finding on the topic that rests on its figures alone
-            f = next((f for f in eligible if f.cause in causes), None)
+            f = next((f for f in standing if f.cause in causes), None)
             if f is not None and f not in used:
                 used.append(f)
         for _, f, r in picked:

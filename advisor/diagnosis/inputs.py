@@ -33,6 +33,17 @@ NOT_PROSE = re.compile(
 )
 
 
+#: Whole lines a program printed, pasted into the question: a log line with its level and time, a
+#: "label: figure" line of a result block, a rule of "=" or "-". A Chinese question that pastes a
+#: 20-line `vllm bench serve` block is still Chinese (a line with a Chinese character is never one).
+PASTED_LINES = re.compile(
+    r"^[^\n\u3400-\u9fff]*\b(?:INFO|WARNING|WARN|ERROR|DEBUG)\s+\d{2}-\d{2}\s[^\n\u3400-\u9fff]*$"
+    r"|^[^\n\u3400-\u9fff]*[:：]\s*-?[\d.,]+\s*%?[ \t]*$"
+    r"|^[ \t]*[=\-]{3,}[^\n\u3400-\u9fff]*$",
+    re.MULTILINE,
+)
+
+
 def detect_language(text: str | None) -> str:
     """'zh' when the text holds at least half as many Chinese characters as Latin words, else 'en'.
 
@@ -40,12 +51,12 @@ def detect_language(text: str | None) -> str:
     Latin script (``TurbomindEngineConfig(cache_max_entry_count=0.9)``), and one Chinese character
     says about as much as one English word while that word spends five letters; counted by letters,
     a plainly Chinese question with one config line read as English and got an English answer. Commands,
-    flags and names are not counted (NOT_PROSE). On the 969 library and dev reports this agrees with
+    flags and names are not counted (NOT_PROSE), nor lines a program printed (PASTED_LINES). On the 969 library and dev reports this agrees with
     every report's written language (question alone and question with notes); by letters it missed three."""
     if not text:
         return "en"
     cjk = len(CJK.findall(text))
-    return "zh" if cjk and cjk >= 0.5 * len(LATIN_WORD.findall(NOT_PROSE.sub(" ", text))) else "en"
+    return "zh" if cjk and cjk >= 0.5 * len(LATIN_WORD.findall(NOT_PROSE.sub(" ", PASTED_LINES.sub(" ", text)))) else "en"
 
 
 @dataclass
@@ -225,6 +236,22 @@ def _attach(inputs: DiagnosisInputs, path: Path) -> None:
         raise UnknownFormatError("not a format the advisor reads (benchmark result, /metrics dump or watch file, case file, vLLM server log)", source=str(path), reason="unknown_kind") from None
 
 
+def _pasted(inputs: DiagnosisInputs, words: str | None) -> None:
+    """Log lines and benchmark result blocks pasted into the question, read as the files they came
+    from would be (probe/pasted.py); what cannot be read is set aside with a note."""
+    from ..probe.pasted import pasted_log, pasted_runs
+
+    try:
+        log = pasted_log(words)
+        runs = pasted_runs(words)
+    except InputFileError as exc:
+        inputs.set_aside(InputNote.from_error("pasted_skipped", exc, None, field=None))
+        return
+    if log is not None:
+        inputs.server_logs.append(log)
+    inputs.measured.extend(runs)
+
+
 def _add_metrics(inputs: DiagnosisInputs, snapshots) -> None:
     from ..probe.metrics import compute_window
 
@@ -316,6 +343,7 @@ def gather(
             _attach_folder(inputs, path)
         else:
             _attach_lenient(inputs, path)
+    _pasted(inputs, question or (inputs.case.question if inputs.case else None))
     if metrics or prometheus:
         from ..probe.metrics.load import is_url, load_metrics_source
         from ..probe.metrics.scrape import display_url

@@ -7,6 +7,7 @@ import math
 from ..schema import BenchmarkRun, Evidence, Msg, Recommendation
 from ..schema.bench import HELD_GAP_MS
 from ..schema.message import msg, q
+from ..schema.notes import PASTED_SOURCE
 from .board import Board
 from .inputs import DiagnosisInputs
 from .report_facts import max_num_seqs_in_effect, portable_attention_here
@@ -170,6 +171,8 @@ def _workload(inputs: DiagnosisInputs, board: Board) -> None:
 
 
 def _file(label: Msg, value=None, unit: str | None = None, detail: Msg | None = None, *, where: str, load: str | None = None, origin: str = "file") -> Evidence:
+    if where == PASTED_SOURCE:  # lines pasted into the question: "your question", in the asker's language
+        origin, where = "question", None
     return Evidence(kind="measured", origin=origin, where=where, label=label, load=load, value=value, unit=unit, detail=detail)
 
 
@@ -318,6 +321,29 @@ def _kv_admission(board: Board, m, kv_max_pct: float, running_max: float, waitin
     board.add("queueing", 1.0, m(msg("ev.waiting_no_room"), float(waiting_max)))
 
 
+#: The share of the KV cache a raised max_num_seqs is sized to fill, in percent: running requests
+#: grow their KV with every token, and a pool sized to the brim preempts.
+KV_FILL_PCT = 80.0
+
+
+def _raise_cap(seqs: int, capped: list) -> Recommendation | None:
+    """How far max_num_seqs can rise, from the server's own lines: ``seqs`` requests held the KV
+    cache at its highest sampled usage, so about ``seqs * KV_FILL_PCT / usage`` fit at these lengths
+    (a multiple of 16). None when no line gave the usage or it leaves no room."""
+    usage = max((s.kv_cache_usage_pct for s in capped if s.kv_cache_usage_pct), default=None)
+    if not usage:
+        return None
+    room = int(seqs * KV_FILL_PCT / usage) // 16 * 16
+    if room <= seqs:
+        return None
+    return Recommendation(
+        change=msg("rec.raise_max_num_seqs", seqs=seqs, usage=q(round(usage, 1), "%"), room=q(room, "requests")),
+        flag=f"--max-num-seqs {room}",
+        whatif=[f"max_num_seqs={room}"],
+        verify="vllm:num_requests_running\nvllm:num_requests_waiting\nvllm:kv_cache_usage_perc",
+    )
+
+
 def _server_logs(inputs: DiagnosisInputs, board: Board) -> None:
     for log in inputs.server_logs:
         src = log.source.split("/")[-1]
@@ -342,10 +368,13 @@ def _server_logs(inputs: DiagnosisInputs, board: Board) -> None:
                 board.add("kv_capacity", 2.0, lg(msg("ev.stats_waiting_kv_full"), float(len(full)), "lines"))
             # requests wait while the running ones fill max_num_seqs and the KV cache has room: the
             # cap, not the memory, admits no more (a real server at max_num_seqs 4 and 32 clients); one
-            # line holds both at once, so it establishes the cause (the /metrics maxima may come apart)
-            seqs = inputs.engine_args.max_num_seqs
-            capped = [s for s in waits if seqs and s.running is not None and s.running >= seqs
+            # line holds both at once, so it establishes the cause (the /metrics maxima may come apart).
+            # The cap as set, or as the release defaults it (batch_caps: 256 running with requests
+            # pending and the cache half empty is the default cap, where the flag was never set)
+            caps = batch_caps(inputs)
+            capped = [s for s in waits if s.running is not None and (s.running in caps or len(caps) == 1 and s.running >= caps[0])
                       and (s.kv_cache_usage_pct is None or s.kv_cache_usage_pct < 90)]
             if capped:
+                seqs = caps[0] if len(caps) == 1 else capped[0].running
                 board.add("max_num_seqs_limit", 3.0, lg(msg("ev.stats_waiting_at_max_num_seqs"), float(len(capped)), "lines"),
-                          reason=msg("reason.max_num_seqs_capped", seqs=seqs))
+                          reason=msg("reason.max_num_seqs_capped", seqs=seqs), recommendation=_raise_cap(seqs, capped))

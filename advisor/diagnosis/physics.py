@@ -48,6 +48,7 @@ def detect_physics(inputs: DiagnosisInputs, board: Board) -> None:
     _throughput_formula(inputs, board)
     _chunked_prefill(inputs, board)
     _prefill_compute(inputs, board)
+    _ttft_wait(inputs, board)
     _decode_bandwidth(inputs, board)
     _cpu_offload(inputs, board)
     _attention_kernel(inputs, board)
@@ -410,6 +411,43 @@ def _chunked_prefill(inputs: DiagnosisInputs, board: Board) -> None:
             ),
         )
         return
+
+
+#: A measured TTFT this many times its prompt's prefill alone is mostly time spent before the prefill
+#: ran, where the wait is at least QUEUE_WAIT_MS (a 0.23 s TTFT beside a 0.02 s prefill is a busy
+#: engine's ordinary interleaving, not a queue).
+QUEUE_TTFT_RATIO = 10.0
+QUEUE_WAIT_MS = 2000.0
+
+
+def _ttft_wait(inputs: DiagnosisInputs, board: Board) -> None:
+    """A measured TTFT many times what one prompt of that length takes alone (the model's prefill and
+    the intake delay fitted on real vLLM) is time the request waited for the engine: in the server's
+    queue (batch cap, KV blocks, token budget) or the client's, before its prefill started. A
+    reviewer's find: 500 prompts of 2K tokens sent at once to a 7B on an L40S, TTFT 45 s against a
+    0.2 s prefill, were answered "the release regressed". A TTFT with no TPOT or ITL beside it may be
+    a non-streamed reply's whole time, so it is left to the other rules."""
+    if not inputs.input_len:
+        return
+    engine = inputs.engine
+    alone_ms = engine.prefill_alone_ms(inputs.input_len) + engine.step.eff.intake_delay_ms
+    if alone_ms <= 0:
+        return
+    worst = None
+    for run in inputs.measured:
+        ttft = (run.ttft_ms.median or run.ttft_ms.mean) if run.ttft_ms else None
+        if not ttft or not ((run.tpot_ms and (run.tpot_ms.mean or run.tpot_ms.median)) or (run.itl_ms and (run.itl_ms.mean or run.itl_ms.median))):
+            continue
+        if ttft >= QUEUE_TTFT_RATIO * alone_ms and ttft - alone_ms >= QUEUE_WAIT_MS and (worst is None or ttft > worst[1]):
+            worst = (run, ttft)
+    if worst is None:
+        return
+    run, ttft = worst
+    alone = q(round(alone_ms / 1000, 2), "s")
+    ev = _model(msg("ev.prefill_one", tokens=q(inputs.input_len, "tokens")), round(alone_ms / 1000, 2), "s",
+                msg("detail.ttft_measured", ttft=q(round(ttft / 1000, 2), "s")), load=run.load_label if run.offered_concurrency or run.offered_request_rate else None)
+    share = min(99, round(100 * (1 - alone_ms / ttft)))  # "about 100%" would say it never computed
+    board.add("queueing", 2.0, ev, reason=msg("reason.ttft_wait", ttft=q(round(ttft / 1000, 2), "s"), alone=alone, share=q(share, "%")))
 
 
 def _prefill_compute(inputs: DiagnosisInputs, board: Board) -> None:

@@ -135,6 +135,8 @@ def fmt_quantity(language: str, value: float | int | str | bool | None, unit: st
     if value is None:
         return ""
     shown = value if isinstance(value, str) else fmt_number(value)
+    if unit and value == 1 and unit.endswith("s") and has(language, f"unit.{unit[:-1]}"):
+        unit = unit[:-1]  # "1 line", "1 request": the unit's singular where the catalog has one
     u = unit_text(language, unit)
     if not u:
         return shown

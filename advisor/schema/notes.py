@@ -15,6 +15,10 @@ from pydantic import BaseModel, Field
 if TYPE_CHECKING:
     from ..errors import AdvisorError
 
+#: The source name of figures read from log lines or a benchmark block pasted into the question
+#: (probe/pasted.py): writers word it as "your question" in the asker's language.
+PASTED_SOURCE = "<question>"
+
 InputNoteCode = Literal[
     "attachment_skipped",  # an attached file could not be read or is of no known kind
     "folder_skipped",  # a file inside an attached run folder was not recognised
@@ -25,6 +29,7 @@ InputNoteCode = Literal[
     "flag_dropped",  # a flag of the case file's flags mapping has a bad value
     "workload_bounded",  # a workload value above what the model simulates
     "metrics_history",  # a /metrics window counting more than the attached benchmarks: its counters read as history
+    "pasted_skipped",  # log lines or a benchmark block pasted into the question could not be read
 ]
 
 
@@ -70,6 +75,7 @@ class InputNote(BaseModel):
             "flag_dropped": "flag left out",
             "workload_bounded": "not modelled",
             "metrics_history": "counters not weighed",
+            "pasted_skipped": "the lines pasted into the question were not read",
         }[self.code]
         head = " ".join(f"{where} {verb}".split())
         return f"{head}: {self.detail}" if head else self.detail

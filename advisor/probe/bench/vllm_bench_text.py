@@ -487,8 +487,12 @@ def _namespace_setup(items: dict[str, str]) -> dict[str, Any]:
 
 
 def load(document: InputDocument) -> list[BenchmarkRun]:
-    source = document.source
-    lines = console_lines(read_text(document.path))
+    return runs_from_text(read_text(document.path), document.source)
+
+
+def runs_from_text(text: str, source: str) -> list[BenchmarkRun]:
+    """One run per result block of ``text`` (a file's, or a block pasted into a question)."""
+    lines = console_lines(text)
     blocks = find_blocks(lines, source)
     if not blocks:  # detect() saw a banner, so this only happens if the file changed meanwhile
         raise InputFileError("no '=== Serving Benchmark Result ===' block", source=source)
