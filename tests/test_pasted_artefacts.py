@@ -106,3 +106,69 @@ def test_a_pasted_block_cut_short_is_set_aside_with_a_note():
     question = "Why slow? Llama-3.1-8B on one H100.\n============ Serving Benchmark Result ============\nSuccessful requests: 10\nMean TTFT (ms): lots"
     inputs = gather(question=question, predict=False)
     assert not inputs.measured and [n.code for n in inputs.skipped] == ["pasted_skipped"]
+
+
+FLEX = REPO / "benchmarks" / "gpu" / "runs" / "2026-12-06-h100-planted-f" / "planted-14b-flex" / "server.log.gz"
+GLM = REPO.parent / "shared" / "fixtures" / "real-metrics" / "production-stack-issue617_vllm-0.10.0_glm45_excerpt.txt"
+
+
+def _samples(path: Path) -> list[str]:
+    return [line for line in path.read_text(encoding="utf-8").splitlines() if line.startswith("vllm:")]
+
+
+def test_pasted_metrics_lines_are_one_snapshot_of_the_server():
+    """`curl .../metrics | grep -v '^#'` pasted: the same gauges as the dump attached."""
+    lines = _samples(GLM)
+    pasted = gather(question="Is the KV cache the problem?\n" + "\n".join(lines), predict=False)
+    attached = gather(question="Is the KV cache the problem?", attachments=[GLM], predict=False)
+    assert len(pasted.metrics_summaries) == 1
+    assert pasted.metrics_summaries[0]["engines"] == attached.metrics_summaries[0]["engines"]
+
+
+def test_an_attached_metrics_excerpt_without_type_lines_is_read(tmp_path):
+    excerpt = tmp_path / "metrics.txt"
+    excerpt.write_text("\n".join(_samples(GLM)) + "\n", encoding="utf-8")
+    inputs = gather(question="why?", attachments=[excerpt], predict=False)
+    assert not inputs.skipped and len(inputs.metrics_summaries) == 1
+
+
+def test_one_metrics_reading_at_the_cap_with_room_names_the_cap_and_how_far_it_can_rise():
+    question = (
+        "Requests queue for 20 s. Mistral-7B-Instruct-v0.3 on one L40S, vLLM 0.8.4.\n"
+        "vllm serve mistralai/Mistral-7B-Instruct-v0.3 --max-model-len 8192 --max-num-seqs 64\n"
+        'vllm:num_requests_running{engine="0",model_name="mistral"} 64.0\n'
+        'vllm:num_requests_waiting{engine="0",model_name="mistral"} 187.0\n'
+        'vllm:kv_cache_usage_perc{engine="0",model_name="mistral"} 0.297\n'
+        'vllm:num_preemptions_total{engine="0",model_name="mistral"} 0.0\n'
+    )
+    answer = Session().answer(question)
+    first = answer.diagnosis.findings[0]
+    assert first.cause == "max_num_seqs_limit"
+    assert "--max-num-seqs 160" in [r.flag for r in first.recommendations]  # 64 x 80 / 29.7, a multiple of 16
+    # the server never saw its cache full: vLLM's "Maximum concurrency" at max_model_len is no over-admission
+    assert not any(r.id == "reason.max_num_seqs_over" for f in answer.diagnosis.findings for r in f.reasons)
+
+
+def test_a_busy_server_with_its_cache_under_half_and_nothing_waiting_rules_out_the_kv_cache():
+    """A real H100 run's stats lines (vLLM 0.26.0, Qwen2.5-14B): requests running, none waiting, the
+    KV cache at most 38%; and the words name the KV cache."""
+    with gzip.open(FLEX, "rt", encoding="utf-8") as fh:
+        lines = [line.rstrip("\n") for line in fh if "Waiting: 0 reqs" in line and "Running: 0 reqs" not in line][:4]
+    assert max(float(line.split("KV cache usage: ")[1].split("%")[0]) for line in lines) < 50
+    question = "Is our KV cache too small? Qwen2.5-14B-Instruct on one H100, vLLM 0.26.0. GPU KV cache size: 400,000 tokens.\n" + "\n".join(lines)
+    causes = [f.cause for f in Session().answer(question).diagnosis.findings]
+    assert "kv_capacity" not in causes and "preemption" not in causes
+
+
+def test_pasted_lines_are_figures_not_words():
+    """The cue phrases read the user's words, not the program's lines; and "no preemptions" says
+    there were none."""
+    lines = _real_lines("non-default args", 1) + _real_lines("Waiting: 4", 2)
+    inputs = gather(question="Why do requests wait? There are no preemptions.\n" + "\n".join(lines), predict=False)
+    assert "Avg prompt throughput" not in inputs.prose and "There are no preemptions" in inputs.prose
+    from vllm_advisor.diagnosis.board import Board
+    from vllm_advisor.diagnosis.text_cues import detect_cues
+
+    board = Board()
+    detect_cues(inputs, board)
+    assert "preemption" not in board.hypotheses

@@ -260,7 +260,9 @@ def test_a_stated_awq_checkpoint_is_modelled_at_four_bits():
 
 @pytest.mark.parametrize(("text", "version"), [("vLLM 0.18.0rc1 is slower than 0.17", "0.18.0rc1"), ("built vLLM v0.10.1.dev3 from source", "0.10.1.dev3"), ("vllm==0.8.5.post1 on H100", "0.8.5.post1"),
                                                # a sentence that ends on the release, and a "v" pre-release (read as "v0.11.0" beside "0.11.0rc1": two releases, neither kept)
-                                               ("Qwen2.5-7B on one L40S, vLLM 0.8.5.", "0.8.5"), ("we run vLLM v0.11.0rc1.", "0.11.0rc1")])
+                                               ("Qwen2.5-7B on one L40S, vLLM 0.8.5.", "0.8.5"), ("we run vLLM v0.11.0rc1.", "0.11.0rc1"),
+                                               # a four-part release and the release in a docker image's tag
+                                               ("Qwen3-30B-A3B on one H100, vLLM 0.10.1.1", "0.10.1.1"), ("docker run vllm/vllm-openai:v0.10.1.1 --model m", "0.10.1.1")])
 def test_pre_releases_and_builds_are_read_whole(text, version):
     assert read_stated_facts(text).vllm_version == version
 
@@ -453,3 +455,15 @@ def test_lengths_said_with_a_verb_or_without_tokens(text, input_len, output_len)
 def test_a_proposed_deployment_is_not_read_as_the_one_that_runs(text, gpus, tp):
     said = read_stated_facts(text)
     assert (said.num_gpus, said.tensor_parallel_size) == (gpus, tp)
+
+
+def test_a_request_id_is_not_a_model():
+    """A request id pasted beside the model ("cmpl-9f2c1e3b": "3b") was read as a second model and
+    the deployment lost its own (a reviewer's find)."""
+    assert read_stated_facts("Llama-3.1-8B-Instruct on one H100 slow (request cmpl-9f2c1e3b)").model == "Llama-3.1-8B-Instruct"
+    assert read_stated_facts("request chatcmpl-a1b2c3d4e5f6 with qwen2-7b").model == "qwen2-7b"
+
+
+def test_a_card_named_by_its_number_and_memory():
+    """"4090 24G" is how Chinese users name the card (a reviewer's find: read as no GPU)."""
+    assert read_stated_facts("4090 24G 单卡，vLLM 0.9.0，Qwen3-8B").gpu == read_stated_facts("单卡 RTX 4090").gpu is not None

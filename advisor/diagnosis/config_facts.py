@@ -11,7 +11,7 @@ from ..schema import Evidence, Recommendation
 from ..schema.message import msg, q
 from .board import Board
 from .inputs import DiagnosisInputs
-from .report_facts import catalog_gpu, compute_capability, flash_attention_gpu, max_num_seqs_in_effect, offline_run, portable_attention_set
+from .report_facts import catalog_gpu, compute_capability, flash_attention_gpu, kv_seen_with_room, max_num_seqs_in_effect, offline_run, portable_attention_set
 from .text_cues import find_number, params_from_name
 
 #: GPU names that mean PCIe cards when the catalog does not know the GPU (whole words only).
@@ -166,6 +166,11 @@ def _max_num_seqs(inputs: DiagnosisInputs, board: Board, cfg) -> None:
         # lengths known and as many of them as can be admitted (max_num_seqs, or fewer clients)
         # fitting, it cannot over-admit (real servers on their default max_model_len all print a
         # figure below 256)
+        return
+    if kv_seen_with_room(inputs):
+        # the server's own readings never saw the cache full nor a request preempted: whatever vLLM's
+        # "Maximum concurrency" (requests of max_model_len) says, this load was not over-admitted (a
+        # reviewer's find: 64 running at the cap with the cache 30% full was told the opposite)
         return
     found = _max_concurrency(inputs)
     if found is not None and seqs > found[0]:

@@ -93,7 +93,7 @@ def _learned_order(board: Board, inputs: DiagnosisInputs):
     index = packaged_index()
     if model is None or index is None:
         return [h for h in board.ranked() if h.cause not in board.excluded][:MAX_FINDINGS], [], []
-    text = inputs.text
+    text = inputs.prose  # the user's words, without the lines a program printed (read as figures)
     parts, said = None, sentences(text)  # the sentences embed_text embeds, for the quotes below
     if text.strip():
         vector, parts = embed_query(text, index)
@@ -410,9 +410,15 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
             detail = msg(f"input.reason.{note.reason}", detail=note.detail, **note.reason_args) if note.reason else note.detail
             out.append(msg(f"input.{note.code}", where=where, detail=detail))
     said = {note.text() for note in skipped}
-    # the memory model's own "will not start" line gives way to note.served_but_does_not_fit
-    memory_notes = list(engine.memory.notes) if engine is not None and not served_not_fit else []
-    texts = list(inputs.notes) + (list(engine.notes) + memory_notes if engine is not None else [])
+    # the memory model's own "will not start" verdict, worded in the asker's language (its English
+    # note reached Chinese answers), gives way to note.served_but_does_not_fit
+    if engine is not None and not served_not_fit:
+        mem = engine.memory
+        if mem.kv_cache_gib <= 0 and mem.weights_gib > 0:
+            out.append(msg("note.memory_no_room", weights=q(round(mem.weights_gib, 1), "GiB"), allowed=q(round(mem.requested_gib, 1), "GiB")))
+        elif not mem.fits:
+            out.append(msg("note.memory_one_request", tokens=q(mem.kv_cache_tokens, "tokens"), length=q(mem.max_model_len, "tokens")))
+    texts = list(inputs.notes) + (list(engine.notes) if engine is not None else [])
     for text in dict.fromkeys(t.strip() for t in texts if t and t.strip()):
         if not text.startswith(covered) and text not in said:
             out.append(msg("note.text", text=text))

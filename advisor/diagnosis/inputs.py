@@ -44,6 +44,24 @@ PASTED_LINES = re.compile(
 )
 
 
+#: What a program printed, whole: a log line with its level and time, a benchmark result block from
+#: its banner to its closing rule.
+PRINTED = re.compile(
+    r"^[^\n\u3400-\u9fff]*\b(?:INFO|WARNING|WARN|ERROR|DEBUG)\s+\d{2}-\d{2}\s[^\n\u3400-\u9fff]*$"
+    r"|^[^\n]*={3,}\s*Serving Benchmark Result\s*={3,}(?:.*\n)*?[ \t]*={40,}",
+    re.MULTILINE,
+)
+
+
+def prose_of(text: str) -> str:
+    """``text`` with what a program printed taken out (PRINTED, vLLM's /metrics sample lines)."""
+    from ..probe.metrics.parse import VLLM_SAMPLE_LINE
+
+    if "\n" not in text:
+        return text
+    return VLLM_SAMPLE_LINE.sub("", PRINTED.sub("", text))
+
+
 def detect_language(text: str | None) -> str:
     """'zh' when the text holds at least half as many Chinese characters as Latin words, else 'en'.
 
@@ -114,6 +132,14 @@ class DiagnosisInputs:
             parts.append(self.case.workload.dataset or "")
             parts.extend(o.notes or "" for o in self.case.observations)
         return "\n".join(p for p in parts if p)
+
+    @property
+    def prose(self) -> str:
+        """``text`` without the lines a program printed (log lines, result blocks, /metrics samples):
+        those are read as figures by their readers (probe/pasted.py); as words they would name a
+        cause by its vocabulary whatever their figures say (a pasted "GPU KV cache size: 598,336
+        tokens" at 16% usage argued for a small KV cache)."""
+        return prose_of(self.text)
 
     @property
     def observations(self):
@@ -212,7 +238,12 @@ def _attach(inputs: DiagnosisInputs, path: Path) -> None:
     if looks_binary(head[:1024]):
         raise InputFileError("is a binary file, expected a benchmark result, /metrics dump, server log or case file", source=str(path), reason="binary_attachment")
     text = decode_head(head)
-    if "# TYPE vllm:" in text or "# HELP vllm:" in text or text.lstrip().startswith('{"source"') and '"families"' in text:
+    from ..probe.metrics.parse import VLLM_SAMPLE_LINE
+
+    # a /metrics body, a saved watch file, or an excerpt of vLLM's sample lines with no "# TYPE"
+    # (`curl .../metrics | grep vllm:`, which --metrics reads and --attach refused: a reviewer's find)
+    excerpt = len(VLLM_SAMPLE_LINE.findall(text)) >= 2 and not any(line.strip() and not line.lstrip().startswith(("vllm:", "#")) for line in text.splitlines()[:50])
+    if "# TYPE vllm:" in text or "# HELP vllm:" in text or excerpt or text.lstrip().startswith('{"source"') and '"families"' in text:
         from ..probe.metrics import load_metrics_file
 
         snapshots = load_metrics_file(path)
@@ -239,17 +270,20 @@ def _attach(inputs: DiagnosisInputs, path: Path) -> None:
 def _pasted(inputs: DiagnosisInputs, words: str | None) -> None:
     """Log lines and benchmark result blocks pasted into the question, read as the files they came
     from would be (probe/pasted.py); what cannot be read is set aside with a note."""
-    from ..probe.pasted import pasted_log, pasted_runs
+    from ..probe.pasted import pasted_log, pasted_metrics, pasted_runs
 
     try:
         log = pasted_log(words)
         runs = pasted_runs(words)
+        snapshot = pasted_metrics(words)
     except InputFileError as exc:
         inputs.set_aside(InputNote.from_error("pasted_skipped", exc, None, field=None))
         return
     if log is not None:
         inputs.server_logs.append(log)
     inputs.measured.extend(runs)
+    if snapshot is not None:
+        _add_metrics(inputs, [snapshot])
 
 
 def _add_metrics(inputs: DiagnosisInputs, snapshots) -> None:

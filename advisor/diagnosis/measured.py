@@ -10,7 +10,7 @@ from ..schema.message import msg, q
 from ..schema.notes import PASTED_SOURCE
 from .board import Board
 from .inputs import DiagnosisInputs
-from .report_facts import max_num_seqs_in_effect, portable_attention_here
+from .report_facts import kv_ruled_out, max_num_seqs_in_effect, portable_attention_here
 
 
 def detect_measured(inputs: DiagnosisInputs, board: Board) -> None:
@@ -19,6 +19,9 @@ def detect_measured(inputs: DiagnosisInputs, board: Board) -> None:
     _bench_runs(inputs, board)
     _metrics(inputs, board)
     _server_logs(inputs, board)
+    if kv_ruled_out(inputs):  # busy, the cache under half full, nothing waiting or preempted
+        board.exclude("kv_capacity")
+        board.exclude("preemption")
 
 
 def _rep(label: Msg, value=None, unit: str | None = None, detail: Msg | None = None, *, load: str | None = None) -> Evidence:
@@ -288,7 +291,11 @@ def _metrics(inputs: DiagnosisInputs, board: Board) -> None:
                 board.add("prefix_cache", 2.0, m(msg("ev.prefix_hit_rate"), round(hit, 1), "%"))
             if seqs_full and waiting:
                 detail = msg("detail.at_max_num_seqs", seqs=seqs, instances=instances) if instances > 1 else msg("detail.at_max_num_seqs_one", seqs=seqs)
-                board.add("max_num_seqs_limit", 2.0, m(msg("ev.metric_max", metric="vllm:num_requests_running"), float(running), detail=detail))
+                # one reading holds the three at once (a single dump: the maxima of a window may come
+                # from different moments): the cap, not the memory, kept them out, as a stats line says
+                at_once = summary.get("num_snapshots") == 1 and instances == 1 and kv is not None and kv < 90
+                board.add("max_num_seqs_limit", 3.0 if at_once else 2.0, m(msg("ev.metric_max", metric="vllm:num_requests_running"), float(running), detail=detail),
+                          reason=msg("reason.max_num_seqs_capped_metrics", seqs=seqs) if at_once else None, recommendation=_raise_cap(seqs, kv) if at_once else None)
 
 
 def _queue_share(board: Board, m, queue: dict, ttft: dict) -> None:
@@ -326,11 +333,10 @@ def _kv_admission(board: Board, m, kv_max_pct: float, running_max: float, waitin
 KV_FILL_PCT = 80.0
 
 
-def _raise_cap(seqs: int, capped: list) -> Recommendation | None:
-    """How far max_num_seqs can rise, from the server's own lines: ``seqs`` requests held the KV
-    cache at its highest sampled usage, so about ``seqs * KV_FILL_PCT / usage`` fit at these lengths
-    (a multiple of 16). None when no line gave the usage or it leaves no room."""
-    usage = max((s.kv_cache_usage_pct for s in capped if s.kv_cache_usage_pct), default=None)
+def _raise_cap(seqs: int, usage: float | None) -> Recommendation | None:
+    """How far max_num_seqs can rise, from the server's own readings: ``seqs`` requests held the KV
+    cache at ``usage`` percent (its highest reading while they ran), so about ``seqs * KV_FILL_PCT /
+    usage`` fit at these lengths (a multiple of 16). None when no reading gave the usage or it leaves no room."""
     if not usage:
         return None
     room = int(seqs * KV_FILL_PCT / usage) // 16 * 16
@@ -376,5 +382,11 @@ def _server_logs(inputs: DiagnosisInputs, board: Board) -> None:
                       and (s.kv_cache_usage_pct is None or s.kv_cache_usage_pct < 90)]
             if capped:
                 seqs = caps[0] if len(caps) == 1 else capped[0].running
-                board.add("max_num_seqs_limit", 3.0, lg(msg("ev.stats_waiting_at_max_num_seqs"), float(len(capped)), "lines"),
-                          reason=msg("reason.max_num_seqs_capped", seqs=seqs), recommendation=_raise_cap(seqs, capped))
+                # the line itself is the figure the answer quotes: running at the cap, waiting, the cache's usage
+                worst = max(capped, key=lambda s: s.waiting or 0)
+                reading = _file(msg("ev.running"), float(worst.running), "requests",
+                                msg("detail.line_reading", waiting=q(worst.waiting or 0, "requests"), usage=q(worst.kv_cache_usage_pct, "%") if worst.kv_cache_usage_pct is not None else "?", lines=q(len(capped), "lines")),
+                                where=src, origin="log")
+                board.add("max_num_seqs_limit", 3.0, reading,
+                          reason=msg("reason.max_num_seqs_capped", seqs=seqs),
+                          recommendation=_raise_cap(seqs, max((s.kv_cache_usage_pct for s in capped if s.kv_cache_usage_pct), default=None)))

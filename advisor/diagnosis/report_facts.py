@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import functools
 import re
+from dataclasses import dataclass
 
 from .inputs import DiagnosisInputs
 
@@ -405,3 +406,60 @@ PARALLEL_CHOICE = re.compile(
     r"|(?:实例|副本|dp\s*\d*|数据并行)[^。？?]{0,40}(?:还是|或者|vs|对比|比)[^。？?]{0,40}(?:tp\s*\d*|张量并行)",
     re.I,
 )
+
+
+@dataclass(frozen=True)
+class ServerKV:
+    """What the server's own readings (stats lines of its logs, /metrics windows) say of its KV
+    cache: the highest usage seen, and whether anything waited or was preempted."""
+
+    usage_max_pct: float
+    waiting_max: float
+    preempted: bool
+    busy_samples: int  # stats lines (or windows) with requests running
+
+
+def server_kv(inputs: DiagnosisInputs) -> ServerKV | None:
+    """The server's KV readings, or None where no log line or /metrics window gave a KV usage."""
+    usage, waiting, preempted, busy = [], [0.0], False, 0
+    for log in inputs.server_logs:
+        preempted = preempted or bool(log.preemption_warnings or log.preemptions_total)
+        for s in log.stats:
+            if s.kv_cache_usage_pct is not None:
+                usage.append(s.kv_cache_usage_pct)
+            waiting.append(float(s.waiting or 0))
+            preempted = preempted or bool(s.preemptions)
+            busy += bool(s.running)
+    for summary in inputs.metrics_summaries:
+        for eng in summary.get("engines", []):
+            kv = (eng.get("kv_cache_usage_pct") or {}).get("max")
+            if kv is not None:
+                usage.append(kv)
+            waiting.append(float((eng.get("requests_waiting") or {}).get("max") or 0))
+            preempted = preempted or bool(eng.get("preemptions"))
+            busy += bool((eng.get("requests_running") or {}).get("max"))
+    if not usage:
+        return None
+    return ServerKV(max(usage), max(waiting), preempted, busy)
+
+
+#: A KV cache never seen past this share, with nothing waiting or preempted while requests ran, is not
+#: what holds the server back (vLLM admits while it has blocks: a request waits for them only with the
+#: pool nearly full; the margin is for peaks between readings).
+KV_ROOMY_PCT = 70.0
+#: ... a cache never seen full (vLLM admits while it has blocks; preemption needs a full cache).
+KV_FULL_PCT = 90.0
+
+
+def kv_ruled_out(inputs: DiagnosisInputs) -> bool:
+    """The server's own readings rule out the KV cache as the limit: busy in at least two readings,
+    the cache never past KV_ROOMY_PCT, nothing waiting, nothing preempted (a reviewer's DeepSeek-R1 on 8 x
+    H200 ran 32 requests at 16% with none waiting and was told the KV cache holds too few)."""
+    kv = server_kv(inputs)
+    return kv is not None and kv.busy_samples >= 2 and kv.usage_max_pct < KV_ROOMY_PCT and not kv.waiting_max and not kv.preempted
+
+
+def kv_seen_with_room(inputs: DiagnosisInputs) -> bool:
+    """The server's readings never saw its KV cache full nor preempted a request."""
+    kv = server_kv(inputs)
+    return kv is not None and kv.usage_max_pct < KV_FULL_PCT and not kv.preempted

@@ -25,18 +25,23 @@ def cue_table() -> dict[str, list[tuple[float, re.Pattern[str]]]]:
 NEGATION = re.compile(
     r"(did ?n[o']?t|does ?n[o']?t|did not|does not|no|without) (help|change|effect|difference|improve)|had no effect|no effect|没用|没有(效果|帮助|改善)|无效"
     # the feature is named only to say it is off ("MTP not enabled", "spec decode disabled")
-    r"|^\W{0,3}(is |was |are )?(not|never) (enabled|used|on|turned on|configured)|^\W{0,3}(is |was )?(disabled|turned off|off\b)|^\W{0,3}(未开启|没有开启|没开|未启用|关闭)",
+    r"|^\W{0,3}(is |was |are )?(not|never) (enabled|used|on|turned on|configured)|^\W{0,3}(is |was )?(disabled|turned off|off\b)|^\W{0,3}(未开启|没有开启|没开|未启用|关闭)"
+    # ... or only to say it is not the problem ("memory isn't the problem")
+    r"|^\W{0,3}(is|are|was|were) ?(n[o']?t|not) (the |a |our )?(problem|issue|bottleneck|cause)|^\W{0,3}(不是|并不是)(问题|瓶颈|原因)",
     re.IGNORECASE,
 )
+#: Words right before a cue that say there is none of it ("there are no preemptions", "zero
+#: preemptions", "没有抢占"): the user reports its absence.
+NEGATION_BEFORE = re.compile(r"(?:\b(?:no|zero|without|never any|not any)\s+(?:[\w-]+\s+)?|\b0\s+|(?:没有|无|零)\s*)$", re.IGNORECASE)
 
 
 def detect_cues(inputs: DiagnosisInputs, board: Board) -> None:
-    text = inputs.text
+    text = inputs.prose
     if not text:
         return
     for cause, patterns in cue_table().items():
         for weight, pattern in patterns:
-            m = next((m for m in pattern.finditer(text) if not _negated(text, m.end())), None)
+            m = next((m for m in pattern.finditer(text) if not _negated(text, m.end()) and not NEGATION_BEFORE.search(text[max(0, m.start() - 24) : m.start()])), None)
             if m:
                 quoted = _context(text, m.start(), m.end())
                 board.add_text(cause, weight, Evidence(kind="text", origin="question", label=msg("ev.user_wrote"), value=quoted))

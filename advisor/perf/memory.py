@@ -50,6 +50,15 @@ WEIGHT_BYTES = {
     "w4a16": 0.53,
 }
 
+#: Bytes per parameter of what a quantised checkpoint keeps unquantised: the embedding, the LM head,
+#: the norms and a vision tower stay in 16 bits in AWQ, GPTQ, FP8 and NVFP4 checkpoints (their
+#: quantisation configs leave out ``lm_head``; embeddings are lookups, not GEMMs). Counted at the
+#: quantised width, Qwen2.5-32B-AWQ's weights came out 16.2 GiB where the checkpoint holds ~18 (a
+#: reviewer's arithmetic), and its KV cache on a 24 GB card 1.7x too large.
+UNQUANTISED_BYTES = 2.0
+#: Formats that quantise the routed experts only (gpt-oss's MXFP4: attention, router, embeddings in BF16).
+EXPERTS_ONLY_FORMATS = ("mxfp4",)
+
 KV_BYTES = {"bfloat16": 2.0, "float16": 2.0, "half": 2.0, "auto": 2.0, "float32": 4.0, "fp8": 1.0, "fp8_e4m3": 1.0, "fp8_e5m2": 1.0}
 
 
@@ -178,6 +187,21 @@ def weight_bytes_per_param(model: ModelSpec, quantization: str | None, dtype: st
     return WEIGHT_BYTES[key]
 
 
+def weight_bytes(model: ModelSpec, quantization: str | None, dtype: str | None) -> float:
+    """The whole model's weight bytes (not split across GPUs): the quantised parameters at the
+    format's width, what the checkpoint keeps unquantised at UNQUANTISED_BYTES."""
+    bpp = weight_bytes_per_param(model, quantization, dtype)
+    if bpp >= UNQUANTISED_BYTES:
+        return model.weight_bytes(bpp)
+    parts = model.param_breakdown()
+    key = (quantization or dtype or model.dtype or "").lower()
+    if key in EXPERTS_ONLY_FORMATS and parts["routed_experts"]:
+        quantised = parts["routed_experts"]
+    else:
+        quantised = model.total_params - parts["embedding"] - parts["lm_head"] - parts["norms"] - parts["vision"]
+    return quantised * bpp + (model.total_params - quantised) * UNQUANTISED_BYTES
+
+
 def kv_dtype_bytes(kv_cache_dtype: str) -> float:
     return KV_BYTES.get(kv_cache_dtype.lower(), 2.0)
 
@@ -198,14 +222,15 @@ def estimate_memory(
     total_gib = gpu.memory_bytes / GiB
     requested = total_gib * cfg.gpu_memory_utilization
     bpp = weight_bytes_per_param(model, quantization, dtype)
-    weights = model.weight_bytes(bpp) / (tp * pp) / GiB
+    weights = weight_bytes(model, quantization, dtype) / (tp * pp) / GiB
     non_torch = p.non_torch_gib + p.non_torch_gib_per_extra_tp_rank * (1 if tp > 1 else 0)
     act_per_token = p.activation_bytes_per_token_factor * (3 * model.intermediate_size_for_activation / tp + 4 * model.hidden_size) * 2
     activation = cfg.max_num_batched_tokens * act_per_token / GiB
     graphs = 0.0 if cfg.enforce_eager or tuple(map(int, cfg.vllm_version.split("."))) < (0, 11, 0) else p.cuda_graph_gib
     kv_gib = requested - weights - non_torch - activation - graphs - p.logged_correction_gib
     basis = {
-        "weights_gib": f"exact: {model.total_params / 1e9:.2f}B parameters x {bpp:g} bytes / (TP {tp} x PP {pp})",
+        "weights_gib": f"exact: {model.total_params / 1e9:.2f}B parameters x {bpp:g} bytes / (TP {tp} x PP {pp})" if bpp >= UNQUANTISED_BYTES
+        else f"exact: {model.total_params / 1e9:.2f}B parameters, the quantised ones x {bpp:g} bytes, the rest (embedding, LM head, norms) x {UNQUANTISED_BYTES:g}, / (TP {tp} x PP {pp})",
         "kv_bytes_per_token": "exact: from the model's attention shapes",
         "non_torch_gib": "estimate (MemoryParams.non_torch_gib)",
         "activation_peak_gib": f"estimate at max_num_batched_tokens={cfg.max_num_batched_tokens}",

@@ -51,6 +51,7 @@ from .catalog import GpuSpec, ModelSpec
 from .efficiency import ENGINE_FIELDS, PRE_FIT_ENGINE_VALUES, SOURCED_FIELDS, Efficiency, shipped_calibration, shipped_engine_fit
 from .kernels import Peak, decode_attention_seconds, gemm_seconds, grouped_gemm_seconds, prefill_attention_seconds
 from .layer_shapes import LayerShapes, layer_shapes
+from .memory import UNQUANTISED_BYTES
 from .simulator import StepBatch
 
 
@@ -233,7 +234,9 @@ class StepTimeModel:
         cached = self._cached(("lm_head", rows))
         if cached is None:
             head = self.c.shapes.lm_head
-            cached = self._gemm_cache[("lm_head", rows)] = gemm_seconds(rows, head.k, head.n, self._gemm_peak, self.eff, weight_bytes=self.c.weight_bytes_per_param)
+            # a quantised checkpoint keeps its LM head in 16 bits (memory.UNQUANTISED_BYTES)
+            head_bytes = max(self.c.weight_bytes_per_param, UNQUANTISED_BYTES)
+            cached = self._gemm_cache[("lm_head", rows)] = gemm_seconds(rows, head.k, head.n, self._gemm_peak, self.eff, weight_bytes=head_bytes)
         return cached
 
     def _gemm_seconds(self, tokens: int) -> float:

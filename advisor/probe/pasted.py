@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from ..errors import UnknownFormatError
-from ..schema import BenchmarkRun, ServerLogInfo
+from ..schema import BenchmarkRun, MetricsSnapshot, ServerLogInfo
 from ..schema.notes import PASTED_SOURCE
 
 #: A question with a pasted log is read this far (a whole day's log is an attachment, not a question).
@@ -71,3 +71,23 @@ def pasted_runs(text: str | None) -> list[BenchmarkRun]:
         return []
     # the block's closing rule (50 "=") with the question going on after it on the same line
     return runs_from_text(_CLOSING_RULE.sub("\\1\n", text), PASTED_SOURCE)
+
+
+#: Sample lines that make a pasted /metrics excerpt (one is a figure quoted in a sentence).
+MIN_METRIC_LINES = 2
+
+
+def pasted_metrics(text: str | None) -> MetricsSnapshot | None:
+    """The vLLM ``/metrics`` sample lines in ``text`` (``curl .../metrics | grep ...``) as one
+    snapshot of the server, read by the Prometheus text reader; None where there are fewer than
+    MIN_METRIC_LINES."""
+    text = (text or "")[:MAX_CHARS]
+    if "vllm:" not in text:
+        return None
+    from .metrics.parse import VLLM_SAMPLE_LINE, parse_metrics_text
+
+    lines = [m.group(0).strip() for m in VLLM_SAMPLE_LINE.finditer(text)]
+    if len(lines) < MIN_METRIC_LINES:
+        return None
+    snapshot = parse_metrics_text("\n".join(lines), PASTED_SOURCE)
+    return snapshot if snapshot.families else None

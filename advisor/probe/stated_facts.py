@@ -57,7 +57,8 @@ def _gpu_pattern() -> re.Pattern[str]:
 
 
 #: A catalog GPU named by its number alone after a count ("单张 4090", "两块 3090", "2x 4090").
-_NUMBERED_GPU = re.compile(r"(?:[张块卡]|\d\s?[x×])\s?(?:rtx\s?)?(3090|4090)" + _Z, re.IGNORECASE)
+#: ... or by its number and its memory ("4090 24G", "3090 24GB").
+_NUMBERED_GPU = re.compile(r"(?:(?:[张块卡]|\d\s?[x×])\s?(?:rtx\s?)?|" + _A + r"(?=(?:3090|4090)\s?24\s?g))(3090|4090)" + _Z, re.IGNORECASE)
 
 
 #: Accelerators people serve on that the GPU catalog does not hold: read so that the answer says
@@ -71,6 +72,11 @@ _OTHER_GPU = re.compile(
 #: A model name the catalog may not hold: a word with its size in billions ("falcon-40b", "Yi-34B-Chat",
 #: "qwen3-vl-30B-A3B"), read for the same reason.
 _OTHER_MODEL = re.compile(_A + r"([A-Za-z][A-Za-z0-9.]*(?:[-_][A-Za-z0-9.]+)*?[-_]?\d+(?:\.\d+)?[bB](?:[-_][A-Za-z0-9.]+)*)" + _Z)
+
+
+#: A part of a name that is an identifier, not a model's: a run of hex digits mixing letters and
+#: digits ("cmpl-9f2c1e3b": a request id read as a 3B model took the deployment's model away).
+_ID_PART = re.compile(r"(?:^|[-_])(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9][0-9a-f]*[0-9])[0-9a-f]{6,}(?:$|[-_])", re.IGNORECASE)
 
 
 @functools.cache
@@ -102,10 +108,10 @@ _AFTER_GPU = re.compile(r"^s?\s*(?:x|×|\*)\s*(\d{1,4})" + _Z, re.IGNORECASE)
 #: A vLLM release as written, whole ("0.8.5", "v0.10.1", "0.6.3.post1", "0.18.0rc1", "0.10.1.dev3"): a
 #: release is 0.x or, later, 1.x/2.x.
 #: A sentence may end on it ("... on one L40S, vLLM 0.8.5."): only a dot before a digit continues it.
-_RELEASE = r"v?([0-2]\.\d{1,3}(?:\.\d{1,3})?(?:\.post\d+|\.?rc\d+|\.dev\d+)?)(?!\d|\.\d)"
+_RELEASE = r"v?([0-2]\.\d{1,3}(?:\.\d{1,3}){0,2}(?:\.post\d+|\.?rc\d+|\.dev\d+)?)(?!\d|\.\d)"
 #: "vLLM 0.6.3", "vllm==0.8.5", "vLLM v0.10.1", "vLLM 0.18.0rc1" ("vLLM 51.4 tok/s" is a rate)
 _VERSION = re.compile(
-    _A + r"vllm\s*(?:==|version|版本|v)?\s*[:：=]?\s*" + _RELEASE
+    _A + r"vllm(?:/vllm-openai:|-openai:)?\s*(?:==|version|版本|v)?\s*[:：=]?\s*" + _RELEASE
     + r"(?!\s*(?:tok(?:en)?s?\s*/|tokens?\s+per\b|t/s|x\b|×|倍|%|ms\b|s\b|秒))" + _Z,
     re.IGNORECASE,
 )
@@ -311,7 +317,7 @@ def _model(text: str) -> str | None:
         if spec is not None and len(name) > len(written.get(spec.name, "")):
             written[spec.name] = name
     for m in _OTHER_MODEL.finditer(text):
-        if any(a <= m.start(1) < b for a, b in spans):
+        if any(a <= m.start(1) < b for a, b in spans) or _ID_PART.search(m.group(1)):
             continue
         name = _with_format(text, m.end(1), m.group(1))
         spec = model_catalog.find_model(name)
@@ -467,7 +473,7 @@ _UPGRADE = re.compile(
 
 
 #: a release written with a "v" ("on v0.19.0"): in these reports nearly always vLLM's own
-_V_RELEASE = re.compile(_A + r"v(0\.\d{1,3}\.\d{1,3}(?:\.post\d+|\.?rc\d+|\.dev\d+)?)(?!\d|\.\d)", re.IGNORECASE)
+_V_RELEASE = re.compile(_A + r"v(0\.\d{1,3}\.\d{1,3}(?:\.\d{1,3})?(?:\.post\d+|\.?rc\d+|\.dev\d+)?)(?!\d|\.\d)", re.IGNORECASE)
 
 
 def _version(text: str) -> str | None:

@@ -28,6 +28,9 @@ _SAMPLE_LINE = re.compile(
     rf'^{_NAME}(?:\{{(?:[^"{{}}]|"(?:[^"\\]|\\.)*")*\}})?[ \t]+(?P<value>[^ \t]+)(?:[ \t]+-?[0-9]+)?[ \t]*$'
 )
 _NAME_ONLY = re.compile(rf"^{_NAME}$")
+#: A vLLM sample line as ``curl .../metrics | grep vllm`` prints it: what marks an excerpt with no
+#: ``# TYPE`` lines (an attached file, or lines pasted into a question).
+VLLM_SAMPLE_LINE = re.compile(r'^[ \t]*vllm:[A-Za-z0-9_:]+(?:\{(?:[^"{}\n]|"(?:[^"\\\n]|\\.)*")*\})?[ \t]+[-+0-9.eEinfNa]+(?:[ \t]+-?[0-9]+)?[ \t]*$', re.MULTILINE)
 _METRIC_TYPES = {"counter", "gauge", "histogram", "summary", "untyped", "info", "stateset", "gaugehistogram", "unknown"}
 _SCHEMA_TYPES = {"counter", "gauge", "histogram", "summary", "info", "stateset", "gaugehistogram"}
 _HISTOGRAM_PARTS = ("_bucket", "_sum", "_count")
