@@ -166,6 +166,8 @@ def test_pasted_lines_are_figures_not_words():
     lines = _real_lines("non-default args", 1) + _real_lines("Waiting: 4", 2)
     inputs = gather(question="Why do requests wait? There are no preemptions.\n" + "\n".join(lines), predict=False)
     assert "Avg prompt throughput" not in inputs.prose and "There are no preemptions" in inputs.prose
+    one_line = gather(question="Why do requests wait? " + " ".join(lines), predict=False)  # the line breaks lost
+    assert one_line.prose.strip() == "Why do requests wait?"
     from vllm_advisor.diagnosis.board import Board
     from vllm_advisor.diagnosis.text_cues import detect_cues
 

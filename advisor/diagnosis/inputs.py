@@ -36,9 +36,10 @@ NOT_PROSE = re.compile(
 #: Whole lines a program printed, pasted into the question: a log line with its level and time, a
 #: "label: figure" line of a result block, a rule of "=" or "-". A Chinese question that pastes a
 #: 20-line `vllm bench serve` block is still Chinese (a line with a Chinese character is never one).
+_LOG_LINE = r"^[^\n\u3400-\u9fff]*\b(?:INFO|WARNING|WARN|ERROR|DEBUG)\s+\d{2}-\d{2}\s[^\n\u3400-\u9fff]*$"
 PASTED_LINES = re.compile(
-    r"^[^\n\u3400-\u9fff]*\b(?:INFO|WARNING|WARN|ERROR|DEBUG)\s+\d{2}-\d{2}\s[^\n\u3400-\u9fff]*$"
-    r"|^[^\n\u3400-\u9fff]*[:：]\s*-?[\d.,]+\s*%?[ \t]*$"
+    _LOG_LINE
+    + r"|^[^\n\u3400-\u9fff]*[:：]\s*-?[\d.,]+\s*%?[ \t]*$"
     r"|^[ \t]*[=\-]{3,}[^\n\u3400-\u9fff]*$",
     re.MULTILINE,
 )
@@ -46,20 +47,19 @@ PASTED_LINES = re.compile(
 
 #: What a program printed, whole: a log line with its level and time, a benchmark result block from
 #: its banner to its closing rule.
-PRINTED = re.compile(
-    r"^[^\n\u3400-\u9fff]*\b(?:INFO|WARNING|WARN|ERROR|DEBUG)\s+\d{2}-\d{2}\s[^\n\u3400-\u9fff]*$"
-    r"|^[^\n]*={3,}\s*Serving Benchmark Result\s*={3,}(?:.*\n)*?[ \t]*={40,}",
-    re.MULTILINE,
-)
+PRINTED = re.compile(_LOG_LINE + r"|^[^\n]*={3,}\s*Serving Benchmark Result\s*={3,}(?:.*\n)*?[ \t]*={40,}", re.MULTILINE)
+_PRINTED_MARKS = ("INFO", "WARN", "ERROR", "DEBUG", "Serving Benchmark Result", "vllm:")
 
 
 def prose_of(text: str) -> str:
-    """``text`` with what a program printed taken out (PRINTED, vLLM's /metrics sample lines)."""
-    from ..probe.metrics.parse import VLLM_SAMPLE_LINE
-
-    if "\n" not in text:
+    """``text`` with what a program printed taken out (PRINTED, vLLM's /metrics sample lines); log
+    lines that lost their line breaks are put back on lines of their own first (probe/pasted.py)."""
+    if not any(mark in text for mark in _PRINTED_MARKS):
         return text
-    return VLLM_SAMPLE_LINE.sub("", PRINTED.sub("", text))
+    from ..probe.metrics.parse import VLLM_SAMPLE_LINE
+    from ..probe.pasted import LINE_START
+
+    return VLLM_SAMPLE_LINE.sub("", PRINTED.sub("", LINE_START.sub("\n", text)))
 
 
 def detect_language(text: str | None) -> str:
@@ -268,8 +268,8 @@ def _attach(inputs: DiagnosisInputs, path: Path) -> None:
 
 
 def _pasted(inputs: DiagnosisInputs, words: str | None) -> None:
-    """Log lines and benchmark result blocks pasted into the question, read as the files they came
-    from would be (probe/pasted.py); what cannot be read is set aside with a note."""
+    """Log lines, benchmark result blocks and /metrics sample lines pasted into the question, read as
+    the files they came from would be (probe/pasted.py); what cannot be read is set aside with a note."""
     from ..probe.pasted import pasted_log, pasted_metrics, pasted_runs
 
     try:

@@ -19,7 +19,7 @@ def detect_measured(inputs: DiagnosisInputs, board: Board) -> None:
     _bench_runs(inputs, board)
     _metrics(inputs, board)
     _server_logs(inputs, board)
-    if kv_ruled_out(inputs):  # busy, the cache under half full, nothing waiting or preempted
+    if kv_ruled_out(inputs):  # busy, the cache under KV_ROOMY_PCT, nothing waiting or preempted
         board.exclude("kv_capacity")
         board.exclude("preemption")
 

@@ -26,8 +26,8 @@ MAX_CHARS = 200_000
 _LOG_MARKERS = ("Avg prompt throughput", "KV cache size:", "Maximum concurrency for", "# GPU blocks", "preempted by",
                 "non-default args:", "LLM engine", "vLLM API server version")
 #: A log line's own start, where a pasted log lost its line breaks ("INFO 10-12 10:00:01", with
-#: the process tag V1 puts before it).
-_LINE_START = re.compile(r"[ \t]+(?=(?:\(\w+ pid=\d+\)\s*)?(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\s+\d{2}-\d{2} \d{2}:\d{2}:\d{2})")
+#: the process tag V1 puts before it, which stays on the line).
+LINE_START = re.compile(r"(?<!\))[ \t]+(?=(?:\(\w+ pid=\d+\)\s*)?(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\s+\d{2}-\d{2} \d{2}:\d{2}:\d{2})")
 _STATS = "Avg prompt throughput"
 #: The result block's closing rule, 50 "=" (the banner's own runs are 12), and text after it.
 _CLOSING_RULE = re.compile(r"(={40,})[ \t]+(?=\S)")
@@ -36,7 +36,7 @@ _CLOSING_RULE = re.compile(r"(={40,})[ \t]+(?=\S)")
 def _log_lines(text: str) -> str:
     """The text with each log line on its own line: a stats line is read per line, and two of them
     run together would read as one."""
-    text = _LINE_START.sub("\n", text)
+    text = LINE_START.sub("\n", text)
     lines = []
     for line in text.split("\n"):
         if line.count(_STATS) > 1:
