@@ -14,7 +14,8 @@ from pathlib import Path
 import pytest
 
 from vllm_advisor.diagnosis.inputs import detect_language, gather
-from vllm_advisor.probe.pasted import pasted_log, pasted_runs
+from vllm_advisor.errors import InputFileError
+from vllm_advisor.probe.pasted import pasted_log, pasted_metrics, pasted_runs
 from vllm_advisor.session import Session
 
 REPO = Path(__file__).resolve().parents[1]
@@ -174,3 +175,20 @@ def test_pasted_lines_are_figures_not_words():
     board = Board()
     detect_cues(inputs, board)
     assert "preemption" not in board.hypotheses
+
+
+def test_hostile_pasted_text_is_read_in_bounded_time():
+    """Banners with no closing rule, a long run of blanks: each pattern is linear (a pattern over a
+    text of 4,000 banners took minutes before)."""
+    import time
+
+    from vllm_advisor.diagnosis.inputs import prose_of
+
+    banners = "============ Serving Benchmark Result ============\nMean TTFT (ms): 1\n" * 4000
+    blanks = "a" + " " * 200_000 + "b"
+    started = time.perf_counter()
+    assert prose_of(banners).strip() == "" and prose_of(blanks) == blanks
+    assert pasted_log(blanks) is None and pasted_metrics(blanks) is None
+    with pytest.raises(InputFileError):  # a block with no closing rule: the reader's one-line error
+        pasted_runs(banners)
+    assert time.perf_counter() - started < 5

@@ -47,19 +47,31 @@ PASTED_LINES = re.compile(
 
 #: What a program printed, whole: a log line with its level and time, a benchmark result block from
 #: its banner to its closing rule.
-PRINTED = re.compile(_LOG_LINE + r"|^[^\n]*={3,}\s*Serving Benchmark Result\s*={3,}(?:.*\n)*?[ \t]*={40,}", re.MULTILINE)
+PRINTED = re.compile(_LOG_LINE, re.MULTILINE)
 _PRINTED_MARKS = ("INFO", "WARN", "ERROR", "DEBUG", "Serving Benchmark Result", "vllm:")
+_BANNER = "Serving Benchmark Result"
+_CLOSING_RULE = re.compile(r"^[ \t]*={40,}")
 
 
 def prose_of(text: str) -> str:
-    """``text`` with what a program printed taken out (PRINTED, vLLM's /metrics sample lines); log
-    lines that lost their line breaks are put back on lines of their own first (probe/pasted.py)."""
+    """``text`` with what a program printed taken out (log lines, result blocks from the banner to
+    the closing rule, vLLM's /metrics sample lines); log lines that lost their line breaks are put
+    back on lines of their own first (probe/pasted.py). Linear in the text: a block is dropped line
+    by line, not by a pattern that a text of banners with no closing rule would make quadratic."""
     if not any(mark in text for mark in _PRINTED_MARKS):
         return text
     from ..probe.metrics.parse import VLLM_SAMPLE_LINE
     from ..probe.pasted import LINE_START
 
-    return VLLM_SAMPLE_LINE.sub("", PRINTED.sub("", LINE_START.sub("\n", text)))
+    kept, in_block = [], False
+    for line in PRINTED.sub("", LINE_START.sub("\n", text)).split("\n"):
+        if _BANNER in line:
+            in_block = True
+        elif in_block and _CLOSING_RULE.match(line):
+            in_block = False
+        elif not in_block:
+            kept.append(line)
+    return VLLM_SAMPLE_LINE.sub("", "\n".join(kept))
 
 
 def detect_language(text: str | None) -> str:

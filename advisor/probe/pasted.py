@@ -1,4 +1,4 @@
-"""Artefacts pasted into the question: vLLM's log lines and ``vllm bench serve``'s result block.
+"""Artefacts pasted into the question: vLLM's log lines, ``vllm bench serve``'s result block, /metrics lines.
 
 WHY: real reports paste what the server and the client printed ("Running: 256 reqs, Pending: 180
 reqs, GPU KV cache usage: 45.2%", a "Serving Benchmark Result" block) rather than attach the file.
@@ -6,8 +6,8 @@ Those lines are the server's and the client's own figures, as good as the file t
 an answer that reads only the words around them reasons from a guess (a reviewer's find: running
 pinned at vLLM's default max_num_seqs with the KV cache half empty was answered "the KV cache holds
 too few requests"). So the question's text goes through the same readers a file would: the server
-log reader (serverlog.py) and the console-output bench reader (bench/vllm_bench_text.py); nothing
-here parses a figure itself.
+log reader (serverlog.py), the console-output bench reader (bench/vllm_bench_text.py) and the
+Prometheus text reader (metrics/parse.py); nothing here parses a figure itself.
 
 The text is data: it yields figures and nothing else, and is cut at ``MAX_CHARS`` first.
 """
@@ -26,8 +26,9 @@ MAX_CHARS = 200_000
 _LOG_MARKERS = ("Avg prompt throughput", "KV cache size:", "Maximum concurrency for", "# GPU blocks", "preempted by",
                 "non-default args:", "LLM engine", "vLLM API server version")
 #: A log line's own start, where a pasted log lost its line breaks ("INFO 10-12 10:00:01", with
-#: the process tag V1 puts before it, which stays on the line).
-LINE_START = re.compile(r"(?<!\))[ \t]+(?=(?:\(\w+ pid=\d+\)\s*)?(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\s+\d{2}-\d{2} \d{2}:\d{2}:\d{2})")
+#: the process tag V1 puts before it, which stays on the line). A run of blanks is tried once, from
+#: its start: tried from each of its blanks, 200,000 of them took quadratic time.
+LINE_START = re.compile(r"(?<![ \t)])[ \t]+(?=(?:\(\w+ pid=\d+\)\s*)?(?:INFO|WARNING|WARN|DEBUG|ERROR|CRITICAL)\s+\d{2}-\d{2} \d{2}:\d{2}:\d{2})")
 _STATS = "Avg prompt throughput"
 #: The result block's closing rule, 50 "=" (the banner's own runs are 12), and text after it.
 _CLOSING_RULE = re.compile(r"(={40,})[ \t]+(?=\S)")
