@@ -353,3 +353,16 @@ OPENINGS = [
 def test_the_answer_opens_with_the_models_figures_or_verdict(question, opening):
     first = first_paragraph(Session(kb=False).answer(question).answer.markdown)
     assert re.search(opening, first), first
+
+
+@pytest.mark.parametrize("question", [
+    "Is vLLM slower than it should be? Llama-3.1-8B-Instruct on one H100, single stream 146 tok/s, vLLM 0.10.0",
+    "单张 L20 48G 跑 Qwen2.5-14B-Instruct，单请求 23 token/s，正常吗？",
+])
+def test_a_healthy_speed_is_not_followed_by_a_cause_from_words(question):
+    """Reviewers' finds: "Yes, this is healthy" was followed by "**the release in use is the cause**"
+    (from the words "slower than it should be" alone), and its change; that cause is only weighed."""
+    answer = Session(kb=False).answer(question)
+    paragraphs = answer.answer.markdown.split("\n\n")
+    assert not any(p.startswith(("**", "Likeliest", "最可能")) for p in paragraphs[2:4]), paragraphs[:4]
+    assert not any(s in answer.answer.markdown for s in ("--data-parallel", "Compare this release", "版本回退会表现为"))

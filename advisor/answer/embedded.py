@@ -307,12 +307,12 @@ def likeliest(f: Finding, language: str, *, hedged: bool = False, first: bool = 
     return phrase(language, key, pct=f"{round(100 * f.confidence)}%") if f.confidence < LIKELY or hedged else ""
 
 
-def others_lines(others: list[Finding], language: str, label) -> list[str]:
+def others_lines(others: list[Finding], language: str, label, weighed: list[Finding] = ()) -> list[str]:
     """The findings after the answer's own: "also contributing" for those at work (``at_work``),
-    "also weighed, less likely" for the rest."""
+    "also weighed, less likely" for the rest and for ``weighed`` (those the reply does not state)."""
     p = Punct(language)
     out: list[str] = []
-    working = [f for f in others if at_work(f)]
+    working = [f for f in others if at_work(f) and f not in weighed]
     for key, group in (("also_found", working), ("also_weighed", [f for f in others if f not in working])):
         if group:
             out += [f"{phrase(language, key)}{p.colon}" + p.semi.join(label(f) for f in group), ""]
@@ -575,7 +575,7 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
     """The answer that fits a screen: the direct reply to what was asked (the reasons that bear on
     it, with their figures), the other findings in a line, the top changes with their predicted
     effect, where the full analysis is, and the sources cited above (a title and one URL each)."""
-    from .question import direct_reply
+    from .question import computed, direct_reply
 
     p = Punct(language)
     question = _asked(inputs)
@@ -583,6 +583,11 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
     out = [phrase(language, "h_answer"), ""]
     if reply.verdict is not None:  # "is X the cause?" gets its yes or no before the reasons
         out += [render(reply.verdict, language).strip(), ""]
+    # the user's speed is what this hardware does (the verdict says so): a cause resting on words
+    # alone is not then stated beside it as the reason, nor its change made (a reviewer's find: "Yes,
+    # this is healthy" followed by "**the release in use is the cause**"); it stays among the others weighed
+    healthy = reply.verdict is not None and reply.verdict.id.endswith(("_at_model", "_near_ceiling"))
+    words_only = [f for f in reply.findings if healthy and not computed(f)]
     if not diagnosis.findings:
         out += render_direct(diagnosis, language)
     else:
@@ -597,6 +602,8 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
             return [render(r, language).strip() + ("" if pending else markers(cited)), ""]
 
         for f in reply.findings:
+            if f in words_only:
+                continue
             asked = f.cause == reply.asked
             # only the question points to it: never stated as established; already weighed in the verdict: not twice
             unshown = asked and reply.verdict.id.startswith("verdict.unshown")
@@ -612,9 +619,9 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
         if reply.figures and len(reply.reasons) < 2:  # two reasons or more already carry their figures
             out.append(f"{phrase(language, 'key_figures')}{p.colon}" + p.semi.join(render_evidence(e, language, bullet=False) for e in reply.figures))
             out.append("")
-        others = [f for f in diagnosis.findings if f not in reply.findings][:SHORT_OTHERS]
-        out += others_lines(others, language, lambda f: cause_name(language, f.cause))  # names: one line on a screen
-    changes = _top_changes(diagnosis, reply.findings)
+        others = [f for f in diagnosis.findings if f not in reply.findings or f in words_only][:SHORT_OTHERS]
+        out += others_lines(others, language, lambda f: cause_name(language, f.cause), weighed=words_only)  # names: one line on a screen
+    changes = _top_changes(diagnosis, [f for f in reply.findings if f not in words_only], left_out=words_only)
     if changes:
         out += [phrase(language, "h_change"), ""]
         for n in notes_above_changes(diagnosis, [r for _, r in changes]):  # whose flags these are, before them
@@ -668,12 +675,12 @@ def _asked(inputs) -> str | None:
     return question
 
 
-def _top_changes(diagnosis: Diagnosis, first: list[Finding]) -> list[tuple[Finding, Recommendation]]:
+def _top_changes(diagnosis: Diagnosis, first: list[Finding], left_out: list[Finding] = ()) -> list[tuple[Finding, Recommendation]]:
     """The changes for the findings that answer the question first, those with a modelled effect
     ahead of the rest; at most SHORT_CHANGES. Other findings bring their changes only when they are
     at work (``at_work``): a change for a 5% finding is padding (the review found one in 23 of 30
-    short answers)."""
-    order = first + [f for f in diagnosis.findings if f not in first and at_work(f)]
+    short answers). ``left_out``: findings the reply does not state (bring no change)."""
+    order = first + [f for f in diagnosis.findings if f not in first and f not in left_out and at_work(f)]
     recs: list[tuple[Finding, Recommendation]] = []
     seen: set[str] = set()
     for f in order:
