@@ -192,3 +192,21 @@ def test_hostile_pasted_text_is_read_in_bounded_time():
     with pytest.raises(InputFileError):  # a block with no closing rule: the reader's one-line error
         pasted_runs(banners)
     assert time.perf_counter() - started < 5
+
+
+def test_a_shared_prompt_with_almost_no_hits_says_the_prefix_varies():
+    """A reviewer's question: every request shares a 2,600-token system prompt, the pasted stats lines
+    show 1.2% prefix hits, and the prompt code starts with the time and a request id. The hit rate
+    was "nothing measured"; it is the figure, and the change is to move what varies after the prefix."""
+    question = (
+        "Is prefix caching broken in V1? Every request uses the same ~2,600-token system prompt, but the hit rate stays around 1%. "
+        "Qwen2.5-32B-Instruct, TP=2 on 2x H100 SXM, vLLM 0.8.5.\n"
+        "INFO 05-21 09:41:07 [loggers.py:111] Engine 000: Avg prompt throughput: 11842.6 tokens/s, Avg generation throughput: 402.7 tokens/s, "
+        "Running: 19 reqs, Waiting: 0 reqs, GPU KV cache usage: 17.9%, Prefix cache hit rate: 1.2%\n"
+        'system = f"Current time: {datetime.now().isoformat()} Request id: {uuid.uuid4()} You are ACME\'s support assistant."\n'
+    )
+    diagnosis = Session(kb=False).answer(question).diagnosis
+    found = next(f for f in diagnosis.findings if f.cause == "prefix_cache")
+    assert [r.id for r in found.reasons][:1] == ["reason.shared_prefix_varies"]
+    assert any(e.kind == "measured" and e.value == 1.2 for e in found.evidence)
+    assert "rec.prefix_stable_first" in [r.change.id for r in found.recommendations]

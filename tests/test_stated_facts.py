@@ -467,3 +467,14 @@ def test_a_request_id_is_not_a_model():
 def test_a_card_named_by_its_number_and_memory():
     """"4090 24G" is how Chinese users name the card (a reviewer's find: read as no GPU)."""
     assert read_stated_facts("4090 24G 单卡，vLLM 0.9.0，Qwen3-8B").gpu == read_stated_facts("单卡 RTX 4090").gpu is not None
+
+
+@pytest.mark.parametrize(("text", "gpu", "tp"), [
+    # the user's card is the one named with its count; the colleague's, the old box's are comparisons
+    ("单张 L20 48G 跑 Qwen2.5-14B，单请求 23 token/s，同事 H100 能到 80 多。或者两张 L20 开 TP2 能到 50 吗？", "L20", None),
+    ("Qwen2.5-72B-Instruct on 8xH20 TP8, on the old H100 box TTFT was 0.2 s", "H20", 8),
+    ("是不是加上 --tensor-parallel-size 8 就好了？单卡 A100", "A100", None),
+])
+def test_a_comparison_card_and_a_proposed_tp_are_not_the_deployment(text, gpu, tp):
+    said = read_stated_facts(text)
+    assert (said.gpu or "").startswith(gpu) and said.tensor_parallel_size == tp

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import re
 
 from ..schema import BenchmarkRun, Evidence, Msg, Recommendation
 from ..schema.bench import HELD_GAP_MS
@@ -10,7 +11,7 @@ from ..schema.message import msg, q
 from ..schema.notes import PASTED_SOURCE
 from .board import Board
 from .inputs import DiagnosisInputs
-from .report_facts import kv_ruled_out, max_num_seqs_in_effect, portable_attention_here
+from .report_facts import RANDOM_PROMPT_HITS_PCT, SHARED_PREFIX_WORDS, kv_ruled_out, max_num_seqs_in_effect, portable_attention_here, words_say
 
 
 def detect_measured(inputs: DiagnosisInputs, board: Board) -> None:
@@ -19,9 +20,43 @@ def detect_measured(inputs: DiagnosisInputs, board: Board) -> None:
     _bench_runs(inputs, board)
     _metrics(inputs, board)
     _server_logs(inputs, board)
+    _shared_prefix_missed(inputs, board)
     if kv_ruled_out(inputs):  # busy, the cache under KV_ROOMY_PCT, nothing waiting or preempted
         board.exclude("kv_capacity")
         board.exclude("preemption")
+
+
+#: A value that changes with every request, named in the words or the pasted prompt code: placed before
+#: the shared part of a prompt, it makes every block after it differ.
+PER_REQUEST_VALUE = re.compile(r"datetime\.(?:now|utcnow)|time\.time\(\)|\btimestamps?\b|\buuid|request[ _-]?id|current (?:time|date)|当前时间|时间戳|请求\s*id", re.I)
+
+
+def _shared_prefix_missed(inputs: DiagnosisInputs, board: Board) -> None:
+    """Prompts the words (or the case) say share a prefix, and a hit rate under what chance gives
+    (RANDOM_PROMPT_HITS_PCT): the cache finds no block to reuse, so the prefix differs from request to
+    request before the shared part ends (a reviewer's find: a system prompt that starts with the time and
+    a request id, 1.2% hits in the pasted stats lines, was "not shown yet: nothing measured")."""
+    server = [line.prefix_cache_hit_rate_pct for log in inputs.server_logs for line in log.stats]
+    server += [eng.get("prefix_cache_hit_rate_pct") for summary in inputs.metrics_summaries for eng in summary.get("engines", [])]
+    server = [float(v) for v in server if isinstance(v, (int, float))]
+    said = [float(o.prefix_cache_hit_rate) for o in inputs.observations if isinstance(o.prefix_cache_hit_rate, (int, float))]
+    rates = server or said
+    if not rates or max(rates) >= RANDOM_PROMPT_HITS_PCT:
+        return
+    w = inputs.case.workload if inputs.case else None
+    if not ((w and w.shared_prefix_len) or inputs.shared_prefix_len or words_say(SHARED_PREFIX_WORDS, inputs)):
+        return
+    if not max(rates) and inputs.engine_args.enable_prefix_caching is False:
+        return  # caching is off: the setting's own rules say so
+    hit = q(round(max(rates), 1), "%")
+    label = msg("ev.prefix_hit_rate")
+    ev = _file(label, round(max(rates), 1), "%", where="-", origin="log") if server and inputs.server_logs else \
+        _file(label, round(max(rates), 1), "%", where="-", origin="metrics") if server else _rep(label, round(max(rates), 1), "%")
+    ev = ev.model_copy(update={"where": None})
+    varies = words_say(PER_REQUEST_VALUE, inputs)
+    board.add("prefix_cache", 2.0, ev, reason=msg("reason.shared_prefix_varies" if varies else "reason.shared_prefix_missed", hit=hit),
+              recommendation=Recommendation(change=msg("rec.prefix_stable_first"),
+                                            verify="rate(vllm:prefix_cache_hits_total[5m]) / rate(vllm:prefix_cache_queries_total[5m])"))
 
 
 def _rep(label: Msg, value=None, unit: str | None = None, detail: Msg | None = None, *, load: str | None = None) -> Evidence:

@@ -341,7 +341,12 @@ _FLAG_VALUE = re.compile(
 )
 #: A value the words propose rather than run ("should I set max_num_seqs to 256?", "改成 512 会不会更快",
 #: "raised max-model-len from 32K to 128K"): words of change or doubt just before the setting.
-_PROPOSED = re.compile(r"\b(should|would|could|if|try|trying|chang\w*|rais\w+|increas\w+|decreas\w+|lower\w*|bump\w*|from)\b|如果|要不要|是否|会不会|建议|改|调|换|提高|降低|增加|减少|从", re.IGNORECASE)
+_PROPOSED = re.compile(r"\b(should|would|could|if|try|trying|chang\w*|rais\w+|increas\w+|decreas\w+|lower\w*|bump\w*|from)\b|如果|要不要|是否|会不会|建议|改|调|换|提高|降低|增加|减少|从"
+                       r"|或者|能不能|能否|可不可以|是不是|加上|试试|试一下|打算|考虑", re.IGNORECASE)
+
+
+#: Words before a card that make it another deployment's (a colleague's, the old box, a comparison).
+_COMPARED = re.compile(r"colleague|friend|other|old|previous|compared|versus|\bvs\.?|同事|朋友|别人|之前|以前|原来|对比|相比|比", re.IGNORECASE)
 
 
 def _proposed(text: str, start: int, reach: int = 24) -> bool:
@@ -414,7 +419,7 @@ def read_stated_facts(text: str | None) -> StatedFacts:
     if not text.strip():
         return StatedFacts()
     gpus, counts, spans = {}, [], []  # catalog entry (or an uncatalogued card) -> how the words wrote it
-    named = []
+    named, keys, counted = [], {}, set()
     for m in [*_gpu_pattern().finditer(text), *_NUMBERED_GPU.finditer(text)]:
         try:
             spec = gpu_catalog.get_gpu(m.group(1))
@@ -424,16 +429,20 @@ def read_stated_facts(text: str | None) -> StatedFacts:
         gpus.setdefault(spec.name, m.group(1) if getattr(spec, "note", None) else spec.name)
         spans.append(m.span(1))
         named.append(m)
+        keys[m] = spec.name
     for m in _OTHER_GPU.finditer(text):
         if not any(a <= m.start(1) < b for a, b in spans):  # "RTX 6000" inside a catalog name read above
             gpus.setdefault(" ".join(m.group(1).upper().split()), " ".join(m.group(1).split()))
             named.append(m)
+            keys[m] = " ".join(m.group(1).upper().split())
     for m in named:  # the count next to each card named: "two H800s", "8xH100", "H100 x 8", "两张 A800"
         before = _BEFORE_GPU.search(text[max(0, m.start() - 16) : m.start()])
         after = _AFTER_GPU.match(text[m.end() : m.end() + 12])
         if _proposed(text, m.start()):
             continue
         counts.append(_count(before.group(1)) if before else _count(after.group(1)) if after else None)
+        if (before or after) and not _COMPARED.search(text[max(0, m.start() - 12) : m.start()]):
+            counted.add(keys[m])
     counts += [_count(next(g for g in m.groups() if g)) for m in _GPUS_GENERIC.finditer(text)]
     # "draft TP=1", "draft_tensor_parallel_size": the drafter's parallelism, not the deployment's
     tp = _one([int(m.group(1)) for m in _TP.finditer(text)
@@ -447,7 +456,9 @@ def read_stated_facts(text: str | None) -> StatedFacts:
     inputs, outputs = _lengths(_INPUT, said, "input"), _lengths(_OUTPUT, said, "output")
     return StatedFacts(
         model=_model(text),
-        gpu=next(iter(gpus.values())) if len(gpus) == 1 else None,
+        # one card, or of several the one named with its count ("单张 L20 ... 同事 H100 能到 80 多": the
+        # other is a comparison, a reviewer's find that left the deployment without a GPU)
+        gpu=next(iter(gpus.values())) if len(gpus) == 1 else gpus[next(iter(counted))] if len(counted) == 1 else None,
         num_gpus=num_gpus,
         tensor_parallel_size=tp,
         vllm_version=_version(text),
