@@ -48,11 +48,14 @@ def _shared_prefix_missed(inputs: DiagnosisInputs, board: Board) -> None:
         return
     if not max(rates) and inputs.engine_args.enable_prefix_caching is False:
         return  # caching is off: the setting's own rules say so
-    hit = q(round(max(rates), 1), "%")
-    label = msg("ev.prefix_hit_rate")
-    ev = _file(label, round(max(rates), 1), "%", where="-", origin="log") if server and inputs.server_logs else \
-        _file(label, round(max(rates), 1), "%", where="-", origin="metrics") if server else _rep(label, round(max(rates), 1), "%")
-    ev = ev.model_copy(update={"where": None})
+    value, label = round(max(rates), 1), msg("ev.prefix_hit_rate")
+    hit = q(value, "%")
+    if not server:  # the case's own figure
+        ev = _rep(label, value, "%")
+    else:  # a log's stats lines (pasted ones are "your question") or a /metrics window
+        logs = [log for log in inputs.server_logs if log.stats]
+        where = logs[0].source if logs else None
+        ev = _file(label, value, "%", where=where.split("/")[-1] if where else None, origin="log" if logs else "metrics")
     varies = words_say(PER_REQUEST_VALUE, inputs)
     board.add("prefix_cache", 2.0, ev, reason=msg("reason.shared_prefix_varies" if varies else "reason.shared_prefix_missed", hit=hit),
               recommendation=Recommendation(change=msg("rec.prefix_stable_first"),
@@ -208,7 +211,7 @@ def _workload(inputs: DiagnosisInputs, board: Board) -> None:
         board.add("benchmark_methodology", 2.0, ev)
 
 
-def _file(label: Msg, value=None, unit: str | None = None, detail: Msg | None = None, *, where: str, load: str | None = None, origin: str = "file") -> Evidence:
+def _file(label: Msg, value=None, unit: str | None = None, detail: Msg | None = None, *, where: str | None, load: str | None = None, origin: str = "file") -> Evidence:
     if where == PASTED_SOURCE:  # lines pasted into the question: "your question", in the asker's language
         origin, where = "question", None
     return Evidence(kind="measured", origin=origin, where=where, label=label, load=load, value=value, unit=unit, detail=detail)
