@@ -288,8 +288,6 @@ def render_direct(diagnosis: Diagnosis, language: str) -> list[str]:
     return out
 
 
-
-
 def at_work(f: Finding) -> bool:
     """The finding is said to be at work: likely (LIKELY), or computed for this deployment by the
     performance model or a measurement (the motivating case's queue: 95 of 100 clients waiting),

@@ -514,7 +514,11 @@ def direct_reply(question: str | None, diagnosis: Diagnosis) -> Reply:
     lead = leading(diagnosis)
     eligible = [f for f in diagnosis.findings if f in lead or computed(f)]
     per_topic = 2 if len(asked) == 1 else 1  # two questions in one: the most direct reason of each
-    first_likely = diagnosis.findings[0] if diagnosis.findings and diagnosis.findings[0].confidence >= LIKELY and computed(diagnosis.findings[0]) else None
+    # with none of a topic's own reasons found, an unlikely finding of the topic does not open before a
+    # likely first one computed for this deployment (a pasted stats log: 256 running at the default cap,
+    # 0.78, opened "likeliest cause (4%): queueing" for "why is throughput low?")
+    first_likely = bool(diagnosis.findings) and diagnosis.findings[0].confidence >= LIKELY and computed(diagnosis.findings[0])
+    standing = [f for f in eligible if f.confidence >= LIKELY] if first_likely else eligible
     for topic in asked:
         wanted, causes = ANSWERS[topic]
         found = [(wanted.index(r.id), f, r) for f in eligible for r in f.reasons if r.id in wanted]
@@ -522,10 +526,6 @@ def direct_reply(question: str | None, diagnosis: Diagnosis) -> Reply:
         picked = found[:per_topic]
         if topic == "per_request_speed":  # which definition the user's figure fits: always said
             picked += [x for x in found if x[2].id == "reason.definition_fit" and x not in picked][:1]
-        # with none of the topic's own reasons found, an unlikely finding of the topic does not open
-        # before a likely one computed for this deployment (a pasted stats log: 256 running at the
-        # default cap, 0.78, opened "likeliest cause (4%): queueing" for "why is throughput low?")
-        standing = [f for f in eligible if f.confidence >= LIKELY or not (first_likely and first_likely is not f)]
         if not picked:
             f = next((f for f in standing if f.cause in causes and f.reasons), None)
             picked = [(0, f, f.reasons[0])] if f is not None else []

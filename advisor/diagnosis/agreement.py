@@ -153,7 +153,7 @@ def expected_figures(inputs: DiagnosisInputs) -> ExpectedFigures | None:
         return None
     single_ttft = None
     if inputs.input_len:  # one prompt alone, and the time from its sending to the scheduler (fitted on real vLLM)
-        ms = inputs.engine.prefill_alone_ms(inputs.input_len) + inputs.engine.step.eff.intake_delay_ms
+        ms = inputs.engine.first_token_alone_ms(inputs.input_len)
         single_ttft = round(ms, 1) if ms > 0 else None
     figures = ExpectedFigures(single_tok_s=single[0], single_ttft_ms=single_ttft, input_len=inputs.input_len, output_len=inputs.output_len)
     _capacity(inputs, figures)

@@ -155,8 +155,8 @@ def _bench_at_load(inputs: DiagnosisInputs) -> str:
 def _finding(h: Hypothesis, inputs: DiagnosisInputs) -> Finding:
     # a generic change that only names a flag with a placeholder is the change a rule already made with
     # this deployment's value ("--max-num-seqs N" beside "--max-num-seqs 448" from the server's own lines)
-    set_by_rules = {r.flag.split()[0] for r in h.recommendations if r.flag and r.flag.startswith("--")}
-    recs = h.recommendations + [r.model_copy(deep=True) for r in GENERIC.get(h.cause, []) if not (r.flag and r.flag.split() in ([o, "N"] for o in set_by_rules))]
+    made = {f"{r.flag.split()[0]} N" for r in h.recommendations if r.flag and r.flag.startswith("--")}
+    recs = h.recommendations + [r.model_copy(deep=True) for r in GENERIC.get(h.cause, []) if r.flag not in made]
     for r in recs:
         if r.verify is None and inputs.input_len and inputs.output_len:
             r.verify = _bench_at_load(inputs)

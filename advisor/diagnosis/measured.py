@@ -11,7 +11,7 @@ from ..schema.message import msg, q
 from ..schema.notes import PASTED_SOURCE
 from .board import Board
 from .inputs import DiagnosisInputs
-from .report_facts import RANDOM_PROMPT_HITS_PCT, SHARED_PREFIX_WORDS, kv_ruled_out, max_num_seqs_in_effect, portable_attention_here, words_say
+from .report_facts import KV_FULL_PCT, RANDOM_PROMPT_HITS_PCT, SHARED_PREFIX_WORDS, kv_ruled_out, max_num_seqs_in_effect, portable_attention_here, prefix_hit_rates, words_say
 
 
 def detect_measured(inputs: DiagnosisInputs, board: Board) -> None:
@@ -36,10 +36,7 @@ def _shared_prefix_missed(inputs: DiagnosisInputs, board: Board) -> None:
     (RANDOM_PROMPT_HITS_PCT): the cache finds no block to reuse, so the prefix differs from request to
     request before the shared part ends (a reviewer's find: a system prompt that starts with the time and
     a request id, 1.2% hits in the pasted stats lines, was "not shown yet: nothing measured")."""
-    server = [line.prefix_cache_hit_rate_pct for log in inputs.server_logs for line in log.stats]
-    server += [eng.get("prefix_cache_hit_rate_pct") for summary in inputs.metrics_summaries for eng in summary.get("engines", [])]
-    server = [float(v) for v in server if isinstance(v, (int, float))]
-    said = [float(o.prefix_cache_hit_rate) for o in inputs.observations if isinstance(o.prefix_cache_hit_rate, (int, float))]
+    server, said = prefix_hit_rates(inputs)
     rates = server or said
     if not rates or max(rates) >= RANDOM_PROMPT_HITS_PCT:
         return
@@ -331,7 +328,7 @@ def _metrics(inputs: DiagnosisInputs, board: Board) -> None:
                 detail = msg("detail.at_max_num_seqs", seqs=seqs, instances=instances) if instances > 1 else msg("detail.at_max_num_seqs_one", seqs=seqs)
                 # one reading holds the three at once (a single dump: the maxima of a window may come
                 # from different moments): the cap, not the memory, kept them out, as a stats line says
-                at_once = summary.get("num_snapshots") == 1 and instances == 1 and kv is not None and kv < 90
+                at_once = summary.get("num_snapshots") == 1 and instances == 1 and kv is not None and kv < KV_FULL_PCT
                 board.add("max_num_seqs_limit", 3.0 if at_once else 2.0, m(msg("ev.metric_max", metric="vllm:num_requests_running"), float(running), detail=detail),
                           reason=msg("reason.max_num_seqs_capped_metrics", seqs=seqs) if at_once else None, recommendation=_raise_cap(seqs, kv) if at_once else None)
 
@@ -417,7 +414,7 @@ def _server_logs(inputs: DiagnosisInputs, board: Board) -> None:
             # pending and the cache half empty is the default cap, where the flag was never set)
             caps = batch_caps(inputs)
             capped = [s for s in waits if s.running is not None and (s.running in caps or len(caps) == 1 and s.running >= caps[0])
-                      and (s.kv_cache_usage_pct is None or s.kv_cache_usage_pct < 90)]
+                      and (s.kv_cache_usage_pct is None or s.kv_cache_usage_pct < KV_FULL_PCT)]
             if capped:
                 seqs = caps[0] if len(caps) == 1 else capped[0].running
                 # the line itself is the figure the answer quotes: running at the cap, waiting, the cache's usage

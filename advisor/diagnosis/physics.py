@@ -429,14 +429,13 @@ def _ttft_wait(inputs: DiagnosisInputs, board: Board) -> None:
     a non-streamed reply's whole time, so it is left to the other rules."""
     if not inputs.input_len:
         return
-    engine = inputs.engine
-    alone_ms = engine.prefill_alone_ms(inputs.input_len) + engine.step.eff.intake_delay_ms
+    alone_ms = inputs.engine.first_token_alone_ms(inputs.input_len)
     if alone_ms <= 0:
         return
     worst = None
     for run in inputs.measured:
         ttft = (run.ttft_ms.median or run.ttft_ms.mean) if run.ttft_ms else None
-        if not ttft or not ((run.tpot_ms and (run.tpot_ms.mean or run.tpot_ms.median)) or (run.itl_ms and (run.itl_ms.mean or run.itl_ms.median))):
+        if not ttft or not (_figure(run, "tpot_ms") or _figure(run, "itl_ms")):  # streamed: its TTFT is the first token's
             continue
         if ttft >= QUEUE_TTFT_RATIO * alone_ms and ttft - alone_ms >= QUEUE_WAIT_MS and (worst is None or ttft > worst[1]):
             worst = (run, ttft)

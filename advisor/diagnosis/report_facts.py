@@ -276,14 +276,20 @@ SHARED_PREFIX_WORDS = re.compile(
 RANDOM_PROMPT_HITS_PCT = 5.0
 
 
+def prefix_hit_rates(inputs: DiagnosisInputs) -> tuple[list[float], list[float]]:
+    """The prefix-cache hit rates (percent) measured for this deployment: (the server's own, from its
+    /metrics windows and its log's stats lines; the report's observations)."""
+    server = [eng.get("prefix_cache_hit_rate_pct") for summary in inputs.metrics_summaries for eng in summary.get("engines", [])]
+    server += [line.prefix_cache_hit_rate_pct for log in inputs.server_logs for line in log.stats]
+    said = [o.prefix_cache_hit_rate for o in inputs.observations]
+    return [float(v) for v in server if isinstance(v, (int, float))], [float(v) for v in said if isinstance(v, (int, float))]
+
+
 def prefix_hit_pct(inputs: DiagnosisInputs) -> float | None:
     """The highest prefix-cache hit rate (percent) measured for this deployment: the report's observations,
     a /metrics window, a server log's stats lines; None when none was measured."""
-    seen = [o.prefix_cache_hit_rate for o in inputs.observations]
-    seen += [eng.get("prefix_cache_hit_rate_pct") for summary in inputs.metrics_summaries for eng in summary.get("engines", [])]
-    seen += [line.prefix_cache_hit_rate_pct for log in inputs.server_logs for line in log.stats]
-    rates = [float(v) for v in seen if isinstance(v, (int, float))]
-    return max(rates) if rates else None
+    server, said = prefix_hit_rates(inputs)
+    return max(server + said) if server or said else None
 
 
 def prompts_share_nothing(inputs: DiagnosisInputs) -> bool:

@@ -87,6 +87,11 @@ class EngineModel:
             done += chunk
         return total * 1e3
 
+    def first_token_alone_ms(self, input_len: int) -> float:
+        """One request's TTFT on an idle server: its prefill alone and the time from its sending to the
+        scheduler (``intake_delay_ms``, fitted on real vLLM)."""
+        return self.prefill_alone_ms(input_len) + self.step.eff.intake_delay_ms
+
     @contextmanager
     def efficiency(self, eff: Efficiency) -> Iterator[EngineModel]:
         """The step model under ``eff`` for the block (a ceiling, a calibration, another release's terms),

@@ -108,7 +108,8 @@ _AFTER_GPU = re.compile(r"^s?\s*(?:x|×|\*)\s*(\d{1,4})" + _Z, re.IGNORECASE)
 #: A vLLM release as written, whole ("0.8.5", "v0.10.1", "0.6.3.post1", "0.18.0rc1", "0.10.1.dev3"): a
 #: release is 0.x or, later, 1.x/2.x.
 #: A sentence may end on it ("... on one L40S, vLLM 0.8.5."): only a dot before a digit continues it.
-_RELEASE = r"v?([0-2]\.\d{1,3}(?:\.\d{1,3}){0,2}(?:\.post\d+|\.?rc\d+|\.dev\d+)?)(?!\d|\.\d)"
+_BUILD_END = r"(?:\.post\d+|\.?rc\d+|\.dev\d+)?)(?!\d|\.\d)"  # a release's build tag and its end (the group closes here)
+_RELEASE = r"v?([0-2]\.\d{1,3}(?:\.\d{1,3}){0,2}" + _BUILD_END
 #: "vLLM 0.6.3", "vllm==0.8.5", "vLLM v0.10.1", "vLLM 0.18.0rc1" ("vLLM 51.4 tok/s" is a rate)
 _VERSION = re.compile(
     _A + r"vllm(?:/vllm-openai:|-openai:)?\s*(?:==|version|版本|v)?\s*[:：=]?\s*" + _RELEASE
@@ -432,9 +433,9 @@ def read_stated_facts(text: str | None) -> StatedFacts:
         keys[m] = spec.name
     for m in _OTHER_GPU.finditer(text):
         if not any(a <= m.start(1) < b for a, b in spans):  # "RTX 6000" inside a catalog name read above
-            gpus.setdefault(" ".join(m.group(1).upper().split()), " ".join(m.group(1).split()))
-            named.append(m)
             keys[m] = " ".join(m.group(1).upper().split())
+            gpus.setdefault(keys[m], " ".join(m.group(1).split()))
+            named.append(m)
     for m in named:  # the count next to each card named: "two H800s", "8xH100", "H100 x 8", "两张 A800"
         before = _BEFORE_GPU.search(text[max(0, m.start() - 16) : m.start()])
         after = _AFTER_GPU.match(text[m.end() : m.end() + 12])
@@ -484,7 +485,7 @@ _UPGRADE = re.compile(
 
 
 #: a release written with a "v" ("on v0.19.0"): in these reports nearly always vLLM's own
-_V_RELEASE = re.compile(_A + r"v(0\.\d{1,3}\.\d{1,3}(?:\.\d{1,3})?(?:\.post\d+|\.?rc\d+|\.dev\d+)?)(?!\d|\.\d)", re.IGNORECASE)
+_V_RELEASE = re.compile(_A + r"v(0\.\d{1,3}\.\d{1,3}(?:\.\d{1,3})?" + _BUILD_END, re.IGNORECASE)
 
 
 def _version(text: str) -> str | None:

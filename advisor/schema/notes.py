@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 if TYPE_CHECKING:
     from ..errors import AdvisorError
 
-#: The source name of figures read from log lines or a benchmark block pasted into the question
+#: The source name of figures read from log lines, a benchmark block or /metrics lines pasted into the question
 #: (probe/pasted.py): writers word it as "your question" in the asker's language.
 PASTED_SOURCE = "<question>"
 

@@ -494,7 +494,7 @@ def runs_from_text(text: str, source: str) -> list[BenchmarkRun]:
     """One run per result block of ``text`` (a file's, or a block pasted into a question)."""
     lines = console_lines(text)
     blocks = find_blocks(lines, source)
-    if not blocks:  # detect() saw a banner, so this only happens if the file changed meanwhile
+    if not blocks:  # a banner was seen (detect(), pasted.pasted_runs) but no block around it could be found
         raise InputFileError("no '=== Serving Benchmark Result ===' block", source=source)
     runs = []
     segment_start = 0
