@@ -175,6 +175,11 @@ def test_pasted_lines_are_figures_not_words():
     board = Board()
     detect_cues(inputs, board)
     assert "preemption" not in board.hypotheses
+    from vllm_advisor.diagnosis.text_cues import causes_named
+
+    # the question's topics read the same negation: "no preemptions" does not make preemption a topic
+    assert "preemption" not in causes_named("Why do requests wait? There are no preemptions.")
+    assert "preemption" in causes_named("Why do requests wait? We see many preemptions.")
 
 
 def test_hostile_pasted_text_is_read_in_bounded_time():

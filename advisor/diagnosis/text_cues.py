@@ -41,7 +41,7 @@ def detect_cues(inputs: DiagnosisInputs, board: Board) -> None:
         return
     for cause, patterns in cue_table().items():
         for weight, pattern in patterns:
-            m = next((m for m in pattern.finditer(text) if not _negated(text, m.end()) and not NEGATION_BEFORE.search(text[max(0, m.start() - 24) : m.start()])), None)
+            m = next((m for m in pattern.finditer(text) if not _negated(text, m.start(), m.end())), None)
             if m:
                 quoted = _context(text, m.start(), m.end())
                 board.add_text(cause, weight, Evidence(kind="text", origin="question", label=msg("ev.user_wrote"), value=quoted))
@@ -53,16 +53,17 @@ def causes_named(text: str, min_weight: float = 0.8, *, negation: bool = True) -
     as "is --enforce-eager the reason?" asks about. The weakest cues ("benchmark") name no cause."""
     hits: list[tuple[int, str]] = []
     for cause, patterns in cue_table().items():
-        starts = [m.start() for weight, pattern in patterns if weight >= min_weight for m in pattern.finditer(text or "") if not (negation and _negated(text, m.end()))]
+        starts = [m.start() for weight, pattern in patterns if weight >= min_weight for m in pattern.finditer(text or "") if not (negation and _negated(text, m.start(), m.end()))]
         if starts:
             hits.append((min(starts), cause))
     return [cause for _, cause in sorted(hits)]
 
 
-def _negated(text: str, end: int, window: int = 80) -> bool:
-    """A cue followed in the same sentence by "didn't help" is evidence the user ruled it out."""
+def _negated(text: str, start: int, end: int, window: int = 80) -> bool:
+    """A cue followed in the same sentence by "didn't help", or preceded by "no", is evidence the
+    user ruled it out (detect_cues and causes_named share this one reading)."""
     tail = re.split(r"[.;!?。；\n]", text[end : end + window], maxsplit=1)[0]
-    return bool(NEGATION.search(tail))
+    return bool(NEGATION.search(tail)) or bool(NEGATION_BEFORE.search(text[max(0, start - 24) : start]))
 
 
 _CJK = re.compile(r"[\u3400-\u9fff]")
