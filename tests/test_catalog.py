@@ -398,7 +398,8 @@ def test_gpu_catalog_holds_every_required_gpu() -> None:
 def test_gpu_figures_are_within_sane_bounds(gpu: GpuSpec) -> None:
     # 200 GB/s floor: the DGX Spark's unified LPDDR5x (273 GB/s) is the slowest memory listed.
     assert 200 <= gpu.mem_bandwidth_gbs <= 10_000
-    assert 16 <= gpu.memory_gib <= 256
+    # 14 GiB floor: 16 GB cards report less (a T4 15360MiB, some drivers 15109MiB; a V100 16GB 16160MiB).
+    assert 14 <= gpu.memory_gib <= 256
     assert gpu.memory_bytes <= gpu.memory_marketed_gb * 2**30 * 1.001
     if gpu.bf16_dense_tflops and gpu.fp8_dense_tflops:
         assert gpu.fp8_dense_tflops >= gpu.bf16_dense_tflops
@@ -489,3 +490,184 @@ def test_llama_3_is_its_own_entry_with_its_8k_context():
         assert (spec.name, spec.max_position_embeddings, spec.note) == ("Meta-Llama-3-8B-Instruct", 8192, None)
     assert get_model("Llama3-70B").max_position_embeddings == 8192
     assert get_model("Llama-3.1-8B").max_position_embeddings == 131072
+
+
+# ----- names an audit found refused (GPUs and models people write in issues and forums) -------------
+
+
+@pytest.mark.parametrize(
+    ("query", "name", "assumed"),
+    [
+        ("H100 NVL", "H100-NVL", False), ("H100-NVL", "H100-NVL", False), ("NVIDIA H100 NVL", "H100-NVL", False),
+        ("L40", "L40", False), ("NVIDIA L40", "L40", False), ("L40-48G", "L40", False),
+        ("A100 40G PCIe", "A100-PCIe-40GB", False), ("NVIDIA A100-PCIE-40GB", "A100-PCIe-40GB", False),
+        ("A100-PCIe-40G", "A100-PCIe-40GB", False),
+        ("Tesla V100-SXM2-32GB", "V100-SXM2-32GB", False), ("V100-SXM2-16GB", "V100-SXM2-16GB", False),
+        ("Tesla V100-PCIE-32GB", "V100-PCIe-32GB", False), ("Tesla V100-PCIE-16GB", "V100-PCIe-16GB", False),
+        ("V100-32G", "V100-SXM2-32GB", True), ("V100 32GB", "V100-SXM2-32GB", True), ("V100", "V100-SXM2-32GB", True),
+        ("Tesla V100", "V100-SXM2-32GB", True), ("V100 16GB", "V100-SXM2-16GB", True), ("V100S", "V100S-PCIe-32GB", False),
+        ("Tesla T4", "T4", False), ("T4", "T4", False), ("NVIDIA T4", "T4", False),
+        ("RTX 6000 Ada", "RTX-6000-Ada", False), ("RTX6000 Ada", "RTX-6000-Ada", False),
+        ("NVIDIA RTX 6000 Ada Generation", "RTX-6000-Ada", False),
+        ("RTX 5090", "RTX-5090", False), ("5090", "RTX-5090", False), ("NVIDIA GeForce RTX 5090", "RTX-5090", False),
+        ("GH200", "GH200-96GB", True), ("NVIDIA GH200 480GB", "GH200-96GB", False),
+        ("NVIDIA GH200 144G HBM3e", "GH200-144GB", False), ("GH200 144GB", "GH200-144GB", False),
+        ("A40", "A40", False), ("NVIDIA A40", "A40", False), ("RTX A5000", "RTX-A5000", False), ("A4000", "RTX-A4000", False),
+    ],
+)
+def test_new_gpu_names_resolve(query: str, name: str, assumed: bool) -> None:
+    spec = get_gpu(query)
+    assert spec.name == name
+    assert (spec.note is not None) is assumed, spec.note
+
+
+def test_l40_and_l40s_stay_apart() -> None:
+    l40, l40s = get_gpu("L40"), get_gpu("L40S")
+    assert (l40.name, l40s.name) == ("L40", "L40S")
+    assert l40.bf16_dense_tflops == 181.05 and l40s.bf16_dense_tflops == 362.05  # same die, half the tensor rate
+    assert get_gpu("NVIDIA L40S").name == "L40S" and get_gpu("L40S-48G").name == "L40S"
+    assert get_gpu("L40 48GB").name == "L40" and get_gpu("NVIDIA L40").note is None
+
+
+def test_names_that_were_already_taken_keep_their_entries() -> None:
+    assert get_gpu("A100").name == "A100-SXM4-80GB"  # still the assumed 80 GB SXM card
+    assert get_gpu("A100 40GB").name == "A100-SXM4-40GB"
+    assert get_gpu("A100 PCIe").name == "A100-PCIe-80GB"
+    assert get_gpu("H100").name == "H100-SXM" and get_gpu("H100 PCIe").name == "H100-PCIe"
+    assert get_gpu("4090").name == "RTX-4090" and get_gpu("A6000").name == "RTX-A6000"
+
+
+def test_volta_and_turing_carry_the_fp16_tensor_figure_and_no_fp8() -> None:
+    """The schema has no 'no BF16' field: Volta and Turing store their FP16 tensor rate (say so in notes)."""
+    for name, tflops in (("V100-SXM2-32GB", 125), ("V100-PCIe-32GB", 112), ("T4", 65)):
+        gpu = get_gpu(name)
+        assert float(gpu.compute_capability or 0) < 8.0
+        assert gpu.bf16_tflops == tflops and gpu.fp8_tflops is None
+        assert "no BF16" in gpu.notes
+    v100 = get_gpu("V100-SXM2-32GB")
+    assert (v100.interconnect, v100.interconnect_bw_gbs, v100.memory_reported_mib) == ("nvlink", 150, 32510)
+    t4 = get_gpu("T4")
+    assert (t4.mem_bandwidth_gbs, t4.memory_reported_mib, t4.pcie_gen, t4.tdp_w) == (320, 15360, 3, 70)
+
+
+def test_new_gpu_figures() -> None:
+    nvl = get_gpu("H100 NVL")
+    assert (nvl.memory_reported_mib, nvl.mem_bandwidth_gbs, nvl.interconnect, nvl.nvlink_bridge_bw_gbs) == (95830, 3900, "pcie", 300)
+    gh = get_gpu("NVIDIA GH200 480GB")
+    assert (gh.memory_reported_mib, gh.bf16_dense_tflops) == (97871, get_gpu("H100").bf16_dense_tflops)
+    assert get_gpu("GH200 144GB").memory_reported_mib == 146831
+    rtx5090 = get_gpu("RTX 5090")
+    assert (rtx5090.memory_reported_mib, rtx5090.mem_bandwidth_gbs, rtx5090.p2p_supported) == (32607, 1792, False)
+    assert get_gpu("A100 40G PCIe").memory_reported_mib == get_gpu("A100 40GB").memory_reported_mib == 40960
+
+
+@pytest.mark.parametrize(
+    ("question", "gpu", "count"),
+    [
+        ("Serving Qwen2.5-7B-Instruct with vLLM on 4x V100 32GB, TP=4; why is decode slow?", "V100-SXM2-32GB", 4),
+        ("我用 vllm 部署 Qwen2.5-7B，两张 T4，TP2，每个请求只有 5 token/s", "T4", 2),
+        ("Llama-3.1-8B on two L40 cards with vLLM", "L40", 2),
+        ("Llama-3.1-8B on two L40S cards with vLLM", "L40S", 2),
+        ("8x H100 NVL serving Llama-3.3-70B", "H100-NVL", 8),
+        ("单张 RTX 5090 跑 Qwen3-8B", "RTX-5090", 1),
+        ("2x RTX6000 Ada, vLLM 0.8.5", "RTX-6000-Ada", 2),
+        ("4 x Tesla V100-SXM2-32GB", "V100-SXM2-32GB", 4),
+        ("A100 40G PCIe x 2 running Qwen2.5-14B", "A100-PCIe-40GB", 2),
+        ("one GH200 serving Llama-3.1-70B", "GH200-96GB", 1),
+    ],
+)
+def test_the_question_reader_finds_the_new_gpus(question: str, gpu: str, count: int) -> None:
+    from vllm_advisor.probe.stated_facts import read_stated_facts
+
+    said = read_stated_facts(question)
+    assert said.gpu is not None and get_gpu(said.gpu).name == gpu
+    assert said.num_gpus == count
+
+
+NEW_MODELS = {
+    "Llama-2-7b-chat-hf": "Llama-2-7b-chat-hf", "meta-llama/Llama-2-13b-chat-hf": "Llama-2-13b-chat-hf",
+    "Llama-2-70B-Chat": "Llama-2-70b-chat-hf", "meta-llama/Llama-2-7b-hf": "Llama-2-7b-chat-hf",
+    "mistralai/Mistral-7B-Instruct-v0.2": "Mistral-7B-Instruct-v0.2", "Mistral-7B-v0.1": "Mistral-7B-Instruct-v0.1",
+    "Qwen/Qwen2.5-Coder-7B-Instruct": "Qwen2.5-Coder-7B-Instruct", "Qwen2.5-Coder-32B": "Qwen2.5-Coder-32B-Instruct",
+    "Qwen/Qwen2.5-0.5B-Instruct": "Qwen2.5-0.5B-Instruct", "Qwen2.5-1.5B": "Qwen2.5-1.5B-Instruct",
+    "Qwen2.5-3B-Instruct": "Qwen2.5-3B-Instruct", "Qwen/Qwen3-0.6B": "Qwen3-0.6B", "Qwen3-1.7B": "Qwen3-1.7B",
+    "Qwen3-4B": "Qwen3-4B", "meta-llama/Llama-3.2-1B-Instruct": "Llama-3.2-1B-Instruct",
+    "deepseek-ai/DeepSeek-R1-Distill-Qwen-7B": "DeepSeek-R1-Distill-Qwen-7B",
+    "DeepSeek-R1-Distill-Qwen-14B": "DeepSeek-R1-Distill-Qwen-14B",
+    "deepseek-ai/DeepSeek-R1-Distill-Llama-8B": "DeepSeek-R1-Distill-Llama-8B",
+    "DeepSeek-R1-Distill-Llama-70B": "DeepSeek-R1-Distill-Llama-70B",
+    "Qwen/Qwen2-7B-Instruct": "Qwen2-7B-Instruct", "Qwen2-72B": "Qwen2-72B-Instruct",
+}
+
+
+@pytest.mark.parametrize("query", list(NEW_MODELS))
+def test_new_model_names_resolve_exactly(query: str) -> None:
+    spec = get_model(query)
+    assert spec.name == NEW_MODELS[query]
+    assert spec.note is None
+
+
+def test_llama_2_is_mha_at_7b_and_13b_and_gqa_at_70b_with_a_4k_context() -> None:
+    for name, layers, heads in (("Llama-2-7b", 32, 32), ("Llama-2-13b", 40, 40)):
+        spec = get_model(name)
+        assert spec.attention == "mha" and spec.num_kv_heads == spec.num_attention_heads == heads
+        assert spec.kv_bytes_per_token(2) == 2 * layers * heads * 128 * 2
+        assert (spec.vocab_size, spec.max_position_embeddings) == (32000, 4096)
+    seventy = get_model("Llama-2-70b")
+    assert (seventy.attention, seventy.num_kv_heads, seventy.max_position_embeddings) == ("gqa", 8, 4096)
+    assert get_model("Llama-2-7b").kv_bytes_per_token(2) == 512 * 1024  # 4x Llama-3-8B's 128 KiB
+
+
+def test_mistral_7b_v0_1_slides_and_v0_2_does_not() -> None:
+    v01, v02, v03 = get_model("Mistral-7B-v0.1"), get_model("Mistral-7B-v0.2"), get_model("Mistral-7B-v0.3")
+    assert (v01.sliding_window, v01.num_sliding_layers, v01.num_full_attention_layers) == (4096, 32, 0)
+    assert v01.kv_bytes_for_sequence(8192, 2) == v01.kv_bytes_for_sequence(4096, 2)  # capped at the window
+    assert v02.sliding_window is None and v02.num_sliding_layers == 0 and v03.sliding_window is None
+    assert (v01.vocab_size, v02.vocab_size, v03.vocab_size) == (32000, 32000, 32768)
+    assert get_model("Mistral-7B").name == "Mistral-7B-Instruct-v0.3"  # the loose name is unchanged
+
+
+def test_r1_distills_have_their_bases_shapes() -> None:
+    def shape(spec: ModelSpec) -> tuple:
+        return (spec.num_layers, spec.hidden_size, spec.intermediate_size, spec.num_attention_heads, spec.num_kv_heads,
+                spec.head_dim, spec.vocab_size, spec.qkv_bias)
+
+    for distill, base in (("DeepSeek-R1-Distill-Qwen-7B", "Qwen2.5-7B"), ("DeepSeek-R1-Distill-Qwen-14B", "Qwen2.5-14B"),
+                          ("DeepSeek-R1-Distill-Qwen-32B", "Qwen2.5-32B"), ("DeepSeek-R1-Distill-Llama-8B", "Llama-3.1-8B"),
+                          ("DeepSeek-R1-Distill-Llama-70B", "Llama-3.3-70B")):
+        assert shape(get_model(distill)) == shape(get_model(base)), distill
+        assert get_model(distill).max_position_embeddings == 131072
+    assert get_model("DeepSeek-R1").name == "DeepSeek-R1"  # the 671B model is not a distill
+
+
+def test_small_qwen_models_tie_their_embeddings() -> None:
+    for name in ("Qwen2.5-0.5B", "Qwen2.5-1.5B", "Qwen2.5-3B", "Qwen3-0.6B", "Qwen3-1.7B", "Qwen3-4B", "Llama-3.2-1B"):
+        spec = get_model(name)
+        assert spec.tie_word_embeddings and spec.lm_head_params == 0, name
+    assert get_model("Qwen3-0.6B").total_params == 596_049_920  # as a port of the checkpoint counts it
+
+
+@pytest.mark.parametrize(
+    ("repo", "name", "fmt"),
+    [
+        ("hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4", "Llama-3.1-8B-Instruct", "awq"),
+        ("hugging-quants/Meta-Llama-3.1-70B-Instruct-AWQ-INT4", "Llama-3.1-70B-Instruct", "awq"),
+        ("TheBloke/Llama-2-13B-chat-AWQ", "Llama-2-13b-chat-hf", "awq"),
+        ("TheBloke/Llama-2-7B-Chat-GPTQ", "Llama-2-7b-chat-hf", "gptq"),
+        ("Qwen/Qwen2.5-32B-Instruct-GPTQ-Int4", "Qwen2.5-32B-Instruct", "gptq"),
+        ("Qwen/Qwen2-72B-Instruct-GPTQ-Int8", "Qwen2-72B-Instruct", "int8"),
+        ("TheBloke/Mistral-7B-Instruct-v0.2-AWQ", "Mistral-7B-Instruct-v0.2", "awq"),
+        ("Qwen/Qwen2.5-Coder-32B-Instruct-AWQ", "Qwen2.5-Coder-32B-Instruct", "awq"),
+        ("hugging-quants/Meta-Llama-3.1-8B-Instruct-BNB-NF4", "Llama-3.1-8B-Instruct", "bitsandbytes"),
+    ],
+)
+def test_quantised_repositories_resolve_to_the_base_with_their_format(repo: str, name: str, fmt: str) -> None:
+    spec = get_model(repo)
+    assert (spec.name, spec.checkpoint_quantization) == (name, fmt)
+    assert spec.note is not None and "quantized" in spec.note
+    assert get_model(name).checkpoint_quantization is None  # the cached base entry is untouched
+
+
+def test_awq_int4_suffix_names_awq_in_the_note() -> None:
+    spec = get_model("hugging-quants/Meta-Llama-3.1-8B-Instruct-AWQ-INT4")
+    assert spec.note is not None and "(AWQ-INT4)" in spec.note

@@ -296,6 +296,13 @@ def test_kv_bytes_per_token_for_every_catalog_model_is_exact():
         "DeepSeek-R1": 61 * (512 + 64) * 2,  # MLA: kv_lora_rank + qk_rope_head_dim
         "DeepSeek-V3": 61 * (512 + 64) * 2,
         "DeepSeek-R1-Distill-Qwen-32B": gqa(64, 8, 128),
+        "Llama-2-7b-chat-hf": gqa(32, 32, 128), "Llama-2-13b-chat-hf": gqa(40, 40, 128), "Llama-2-70b-chat-hf": gqa(80, 8, 128),
+        "Llama-3.2-1B-Instruct": gqa(16, 8, 64), "Mistral-7B-Instruct-v0.1": gqa(32, 8, 128), "Mistral-7B-Instruct-v0.2": gqa(32, 8, 128),
+        "Qwen2.5-0.5B-Instruct": gqa(24, 2, 64), "Qwen2.5-1.5B-Instruct": gqa(28, 2, 128), "Qwen2.5-3B-Instruct": gqa(36, 2, 128),
+        "Qwen2.5-Coder-7B-Instruct": gqa(28, 4, 128), "Qwen2.5-Coder-32B-Instruct": gqa(64, 8, 128), "Qwen2-7B-Instruct": gqa(28, 4, 128),
+        "Qwen2-72B-Instruct": gqa(80, 8, 128), "Qwen3-0.6B": gqa(28, 8, 128), "Qwen3-1.7B": gqa(28, 8, 128), "Qwen3-4B": gqa(36, 8, 128),
+        "DeepSeek-R1-Distill-Qwen-7B": gqa(28, 4, 128), "DeepSeek-R1-Distill-Qwen-14B": gqa(48, 8, 128),
+        "DeepSeek-R1-Distill-Llama-8B": gqa(32, 8, 128), "DeepSeek-R1-Distill-Llama-70B": gqa(80, 8, 128),
         "GLM-4-9B-Chat": gqa(40, 2, 128),
         "GLM-4.5": gqa(92, 8, 128),
         "GLM-4.5-Air": gqa(46, 8, 128),

@@ -57,8 +57,8 @@ def _gpu_pattern() -> re.Pattern[str]:
 
 
 #: A catalog GPU named by its number alone after a count ("单张 4090", "两块 3090", "2x 4090").
-#: ... or by its number and its memory ("4090 24G", "3090 24GB").
-_NUMBERED_GPU = re.compile(r"(?:(?:[张块卡]|\d\s?[x×])\s?(?:rtx\s?)?|" + _A + r"(?=(?:3090|4090)\s?24\s?g))(3090|4090)" + _Z, re.IGNORECASE)
+#: ... or by its number and its memory ("4090 24G", "3090 24GB", "5090 32G").
+_NUMBERED_GPU = re.compile(r"(?:(?:[张块卡]|\d\s?[x×])\s?(?:rtx\s?)?|" + _A + r"(?=(?:3090|4090)\s?24\s?g|5090\s?32\s?g))(3090|4090|5090)" + _Z, re.IGNORECASE)
 
 
 #: Accelerators people serve on that the GPU catalog does not hold: read so that the answer says

@@ -29,15 +29,15 @@ _YAML_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 _VARIANT_SUFFIXES = ("-instruct", "-chat", "-it", "-hf", "-base")
 #: Suffixes that name a quantized copy of the same architecture: matched, with a note.
 _QUANT_SUFFIX = re.compile(
-    r"-(awq|gptq(-int[48])?|int[48]|fp8(-dynamic)?|w4a16|w8a8|w8a16|bnb-4bit|4bit|8bit|nvfp4|mxfp4|gguf|mlx)$"
+    r"-(awq(-int4)?|gptq(-int[48])?|int[48]|fp8(-dynamic)?|w4a16|w8a8|w8a16|bnb-4bit|bnb-nf4|4bit|8bit|nvfp4|mxfp4|gguf|mlx)$"
 )
 #: The weight format (memory.WEIGHT_BYTES's key) each suffix names. vLLM reads a checkpoint's format
 #: from its quantization_config, so a served "-AWQ" copy holds 4-bit weights without --quantization.
 #: GGUF and MLX files name no single width (and are not vLLM's formats): their weights stay unknown.
 _SUFFIX_FORMAT = {
-    "awq": "awq", "gptq": "gptq", "gptq-int4": "gptq", "gptq-int8": "int8", "int4": "w4a16", "int8": "int8",
+    "awq": "awq", "awq-int4": "awq", "gptq": "gptq", "gptq-int4": "gptq", "gptq-int8": "int8", "int4": "w4a16", "int8": "int8",
     "fp8": "fp8", "fp8-dynamic": "fp8", "w4a16": "w4a16", "w8a8": "w8a8", "w8a16": "int8",
-    "bnb-4bit": "bitsandbytes", "4bit": "bitsandbytes", "8bit": "int8", "nvfp4": "nvfp4", "mxfp4": "mxfp4",
+    "bnb-4bit": "bitsandbytes", "bnb-nf4": "bitsandbytes", "4bit": "bitsandbytes", "8bit": "int8", "nvfp4": "nvfp4", "mxfp4": "mxfp4",
 }
 
 
