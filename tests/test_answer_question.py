@@ -343,6 +343,13 @@ OPENINGS = [
      r"^Yes, this is healthy: 175 tok/s is near the most this GPU allows one request, about 2\d\d tok/s"),
     ("Llama-3.1-70B-Instruct on four H100 with TP=4, one request decodes at 400 tok/s. Is that normal?",
      r"^That is more than this hardware can give one request: even at the full memory bandwidth one request decodes at most about (9\d|1\d\d)(\.\d)? tok/s"),
+    # the numbers audit's find: with no version, 60 tok/s was "healthy" against the sourced terms' 100 tok/s
+    # where real vLLM 0.26.0 decodes this 8B on an H100 at 146: the reply says it depends on the release
+    ("Llama-3.1-8B-Instruct on one H100, 2048-token prompts, 256 output tokens. With a single user we only get 60 tok/s of decode. Is that normal?",
+     r"^It depends on the vLLM release, which was not given: on vLLM 0\.\d+\.\d+ or later \(measured on real GPUs\) one request alone should decode at about 1[34]\d tok/s here, and 60 tok/s is 4\d% of that"),
+    ("Llama-3.1-8B-Instruct on one H100, vLLM 0.26.0, 2048-token prompts, 256 output tokens. With a single user we only get 60 tok/s of decode. Is that normal?",
+     r"^Not what this hardware can do: one request alone should decode at about 1[34]\d tok/s here"),
+    ("Llama-3.1-8B-Instruct 单卡 H100，输入 2048，输出 256，单用户解码只有 60 token/s，正常吗？", r"^取决于 vLLM 版本（未给出）：在 vLLM 0\.\d+\.\d+ 及更新版本上"),
     # "是不是 vLLM 有问题" asks whether the speed is normal; it does not say vLLM is not used
     ("单张 A10（24G）跑 Llama-3.1-8B-Instruct，bf16，单请求输出 31 tok/s，TPOT 32ms，同一张卡 ollama 能跑 70 多。是不是 vLLM 有问题？",
      r"^对单个请求来说，这基本就是这套硬件能达到的速度|^是正常的"),

@@ -401,6 +401,9 @@ def expectation_verdict(kind: str, diagnosis: Diagnosis) -> Msg | None:
         args = dict(stated=q(speed.stated_tok_s, "tok/s"), modelled=q(speed.modelled_tok_s, "tok/s"), pct=f"{round(100 * share)}%")
         if share < SPEED_FAR_BELOW:
             return msg(f"verdict.{kind}_below_model", **args)
+        recent = speed.stated_tok_s / speed.release_tok_s if speed.release_tok_s else None
+        if recent is not None and recent < SPEED_FAR_BELOW:  # healthy on an older release, not on the one measured
+            return msg(f"verdict.{kind}_below_release", **args, current=q(speed.release_tok_s, "tok/s"), release=speed.release, pct_recent=f"{round(100 * recent)}%")
         if share <= SPEED_NEAR:
             return msg(f"verdict.{kind}_at_model", **args)
         ceiling = speed.ceiling_tok_s

@@ -171,6 +171,10 @@ class StatedSpeed(BaseModel):
     #: one request alone at the hardware's peak (weights and KV over the full memory bandwidth): the most
     #: the GPU allows, above which a stated figure is not one request's
     ceiling_tok_s: float | None = None
+    #: where the vLLM version was not given: one request alone with the engine terms fitted on the release
+    #: measured on real GPUs (``modelled_tok_s`` keeps the sourced terms assumed for older releases), and that release
+    release_tok_s: float | None = None
+    release: str | None = None
 
 
 class Diagnosis(BaseModel):
