@@ -189,7 +189,8 @@ def weight_bytes_per_param(model: ModelSpec, quantization: str | None, dtype: st
 
 def weight_bytes(model: ModelSpec, quantization: str | None, dtype: str | None) -> float:
     """The whole model's weight bytes (not split across GPUs): the quantised parameters at the
-    format's width, what the checkpoint keeps unquantised at UNQUANTISED_BYTES."""
+    format's width, what the checkpoint keeps unquantised at UNQUANTISED_BYTES (the MoE router too:
+    quantisation configs leave the gate out)."""
     bpp = weight_bytes_per_param(model, quantization, dtype)
     if bpp >= UNQUANTISED_BYTES:
         return model.weight_bytes(bpp)
@@ -198,8 +199,33 @@ def weight_bytes(model: ModelSpec, quantization: str | None, dtype: str | None) 
     if key in EXPERTS_ONLY_FORMATS and parts["routed_experts"]:
         quantised = parts["routed_experts"]
     else:
-        quantised = model.total_params - parts["embedding"] - parts["lm_head"] - parts["norms"] - parts["vision"]
+        quantised = model.total_params - parts["embedding"] - parts["lm_head"] - parts["norms"] - parts["vision"] - model.router_params
     return quantised * bpp + (model.total_params - quantised) * UNQUANTISED_BYTES
+
+
+def replicated_bytes_per_gpu(model: ModelSpec, quantization: str | None, dtype: str | None, tp: int, pp: int = 1) -> float:
+    """Bytes each tensor-parallel rank holds beyond its 1/TP share: what vLLM keeps whole on every
+    rank (MLA's q_a and kv_a down-projections and their norms, each MoE layer's router: its
+    ReplicatedLinear layers) and the k/v projection copies when TP exceeds the KV heads (each rank
+    holds a whole head). DeepSeek-R1 on eight H20s: +0.9 GiB a GPU, its KV pool ~15% smaller (an
+    audit's arithmetic; a real TP8 log loaded 79.4 GiB where 1/8 of the weights is 78.1)."""
+    if tp <= 1:
+        return 0.0
+    bpp = weight_bytes_per_param(model, quantization, dtype)
+    quantised_bpp = bpp if (quantization or dtype or model.dtype or "").lower() not in EXPERTS_ONLY_FORMATS else UNQUANTISED_BYTES
+    share = 1.0 - 1.0 / tp  # a replicated part already counts 1/TP of itself in the split weights
+    layers = model.num_layers / pp
+    extra = 0.0
+    if model.attention == "mla":
+        h = model.hidden_size
+        down = h * (model.q_lora_rank or 0) + h * (model.kv_lora_rank + model.qk_rope_head_dim)  # type: ignore[operator]
+        norms = (model.q_lora_rank or 0) + model.kv_lora_rank  # type: ignore[operator]
+        extra += layers * (down * quantised_bpp + norms * UNQUANTISED_BYTES) * share
+    elif model.num_kv_heads and tp > model.num_kv_heads:
+        per_head = 2 * model.hidden_size * model.head_dim  # k and v
+        extra += layers * per_head * (model.kv_heads_per_gpu(tp) - model.num_kv_heads / tp) * quantised_bpp
+    extra += model.num_moe_layers / pp * (model.router_params / max(model.num_moe_layers, 1)) * UNQUANTISED_BYTES * share
+    return extra
 
 
 def kv_dtype_bytes(kv_cache_dtype: str) -> float:
@@ -222,15 +248,17 @@ def estimate_memory(
     total_gib = gpu.memory_bytes / GiB
     requested = total_gib * cfg.gpu_memory_utilization
     bpp = weight_bytes_per_param(model, quantization, dtype)
-    weights = weight_bytes(model, quantization, dtype) / (tp * pp) / GiB
+    replicated = replicated_bytes_per_gpu(model, quantization, dtype, tp, pp) / GiB
+    weights = weight_bytes(model, quantization, dtype) / (tp * pp) / GiB + replicated
     non_torch = p.non_torch_gib + p.non_torch_gib_per_extra_tp_rank * (1 if tp > 1 else 0)
     act_per_token = p.activation_bytes_per_token_factor * (3 * model.intermediate_size_for_activation / tp + 4 * model.hidden_size) * 2
     activation = cfg.max_num_batched_tokens * act_per_token / GiB
     graphs = 0.0 if cfg.enforce_eager or tuple(map(int, cfg.vllm_version.split("."))) < (0, 11, 0) else p.cuda_graph_gib
     kv_gib = requested - weights - non_torch - activation - graphs - p.logged_correction_gib
+    whole = f" + {replicated:.2f} GiB each rank holds whole (replicated layers, copied KV heads)" if replicated >= 0.005 else ""
     basis = {
-        "weights_gib": f"exact: {model.total_params / 1e9:.2f}B parameters x {bpp:g} bytes / (TP {tp} x PP {pp})" if bpp >= UNQUANTISED_BYTES
-        else f"exact: {model.total_params / 1e9:.2f}B parameters, the quantised ones x {bpp:g} bytes, the rest (embedding, LM head, norms) x {UNQUANTISED_BYTES:g}, / (TP {tp} x PP {pp})",
+        "weights_gib": f"exact: {model.total_params / 1e9:.2f}B parameters x {bpp:g} bytes / (TP {tp} x PP {pp}){whole}" if bpp >= UNQUANTISED_BYTES
+        else f"exact: {model.total_params / 1e9:.2f}B parameters, the quantised ones x {bpp:g} bytes, the rest (embedding, LM head, norms) x {UNQUANTISED_BYTES:g}, / (TP {tp} x PP {pp}){whole}",
         "kv_bytes_per_token": "exact: from the model's attention shapes",
         "non_torch_gib": "estimate (MemoryParams.non_torch_gib)",
         "activation_peak_gib": f"estimate at max_num_batched_tokens={cfg.max_num_batched_tokens}",

@@ -238,6 +238,14 @@ class ModelSpec(BaseModel):
         return router + shared
 
     @property
+    def router_params(self) -> int:
+        """Every MoE layer's router (gate) weights: replicated on each tensor-parallel rank and kept in
+        16 bits by quantised checkpoints."""
+        if not self.is_moe:
+            return 0
+        return self.num_moe_layers * (self.hidden_size * self.num_experts + (self.num_experts if self.router_bias else 0))  # type: ignore[operator]
+
+    @property
     def embedding_params(self) -> int:
         return self.vocab_size * self.hidden_size
 
