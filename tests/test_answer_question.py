@@ -373,3 +373,17 @@ def test_a_healthy_speed_is_not_followed_by_a_cause_from_words(question):
     paragraphs = answer.answer.markdown.split("\n\n")
     assert not any(p.startswith(("**", "Likeliest", "最可能")) for p in paragraphs[2:4]), paragraphs[:4]
     assert not any(s in answer.answer.markdown for s in ("--data-parallel", "Compare this release", "版本回退会表现为"))
+
+
+def test_a_planned_deployment_whose_default_length_does_not_fit_is_modelled_at_one_that_does():
+    """An audit's find: DeepSeek-R1 on eight H20s at the model's default max_model_len (163,840) cannot
+    hold one request in its KV cache, so vLLM refuses to start; the answer gave no figures at the 16
+    clients asked about. Now it models the length that fits and says --max-model-len is needed."""
+    result = Session(kb=False).answer(
+        "DeepSeek-R1 on 8x H20 (96GB) with tensor parallel 8, 2048-token prompts, 2048 output tokens, 16 concurrent users. How fast will it be?"
+    )
+    first = first_paragraph(result.answer.markdown)
+    assert re.search(r"^Modelled for this deployment at c=16: each request decodes at about [\d.]+ tok/s", first), first
+    needed = [n for n in result.diagnosis.notes if n.id == "note.max_model_len_needed"]
+    assert needed, [n.id for n in result.diagnosis.notes]
+    assert "vLLM refuses to start, so this needs --max-model-len" in result.answer.markdown

@@ -376,9 +376,15 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
         if cfg.source_of("tensor_parallel_size") == "derived":
             out.append(msg("note.tp_assumed", tp=cfg.tensor_parallel_size, gpus=engine.num_gpus, gpu=engine.gpu.name))
         if cfg.source_of("max_model_len") == "derived":
-            # raised to the workload's requests, or lowered to what the KV cache holds because the server ran
-            served = cfg.max_model_len < (engine.model.max_position_embeddings or 0)
-            out.append(msg("note.max_model_len_served" if served else "note.max_model_len_assumed", tokens=q(cfg.max_model_len, "tokens")))
+            # raised to the workload's requests, or lowered to what the KV cache holds: the server ran with
+            # such a length, or one being planned needs it (vLLM refuses to start on the model's default)
+            default = engine.model.max_position_embeddings or 0
+            if cfg.max_model_len >= default:
+                out.append(msg("note.max_model_len_assumed", tokens=q(cfg.max_model_len, "tokens")))
+            elif inputs.served:
+                out.append(msg("note.max_model_len_served", tokens=q(cfg.max_model_len, "tokens")))
+            else:
+                out.append(msg("note.max_model_len_needed", tokens=q(cfg.max_model_len, "tokens"), default=q(default, "tokens")))
         if served_not_fit:
             out.append(msg("note.served_but_does_not_fit", kv=q(round(engine.memory.kv_cache_gib, 2), "GiB")))
         if inputs.served_near_fit:

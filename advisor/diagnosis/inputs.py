@@ -726,8 +726,10 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
         return
     engine, args = _sharded_when_needed(dep, inputs.engine_args, engine, needed)
     derived = tuple(k for k, v in engine.config.provenance.items() if v == "derived")
-    if not engine.memory.fits and inputs.measured and engine.config.source_of("max_model_len") != "user":
-        # The server ran and served these requests, so its max_model_len must have fitted the KV cache.
+    if not engine.memory.fits and engine.memory.kv_cache_gib > 0 and engine.config.source_of("max_model_len") != "user":
+        # The server ran and served these requests, so its max_model_len must have fitted the KV cache;
+        # one being planned needs --max-model-len set so (vLLM refuses to start on the model's default),
+        # and is modelled with it, the note saying so (an audit's DeepSeek-R1 on 8 x H20 got no figures at 16 clients).
         fitted = max(needed or 0, min(engine.config.max_model_len, engine.memory.kv_cache_tokens))
         if fitted > 0:
             try:
