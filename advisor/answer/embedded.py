@@ -585,7 +585,12 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
     # alone is not then stated beside it as the reason, nor its change made (a reviewer's find: "Yes,
     # this is healthy" followed by "**the release in use is the cause**"); it stays among the others weighed
     healthy = reply.verdict is not None and reply.verdict.id.endswith(("_at_model", "_near_ceiling"))
-    words_only = [f for f in reply.findings if healthy and not computed(f)]
+    # ... nor where the question plans a deployment ("how fast will it be?") and reports nothing it saw:
+    # the model's figures answer it, and a cause has nothing to explain (an audit's find: "how fast will
+    # DeepSeek-R1 run on eight H20s?" got "likeliest cause: max_num_batched_tokens" on similar reports alone)
+    stated = getattr(inputs, "stated", None)
+    planning = reply.verdict is not None and reply.verdict.id.startswith("verdict.expect_") and stated is not None and not stated.reports_figures
+    words_only = [f for f in reply.findings if (healthy or planning) and not computed(f)]
     if not diagnosis.findings:
         out += render_direct(diagnosis, language)
     else:
