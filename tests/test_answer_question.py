@@ -350,6 +350,12 @@ OPENINGS = [
     ("Llama-3.1-8B-Instruct on one H100, vLLM 0.26.0, 2048-token prompts, 256 output tokens. With a single user we only get 60 tok/s of decode. Is that normal?",
      r"^Not what this hardware can do: one request alone should decode at about 1[34]\d tok/s here"),
     ("Llama-3.1-8B-Instruct 单卡 H100，输入 2048，输出 256，单用户解码只有 60 token/s，正常吗？", r"^取决于 vLLM 版本（未给出）：在 vLLM 0\.\d+\.\d+ 及更新版本上"),
+    # a speed stated at one client count, each request's ("each gets"), beside the model's at that load
+    ("Qwen2.5-7B-Instruct on one A10G, 1000-token prompts, 200-token outputs, 8 users: each gets 20 tok/s. Normal?",
+     r"^Yes, at c=8 this is about what this hardware does: the performance model gives each request about 2\d(\.\d)? tok/s of decode there"),
+    ("Qwen2.5-7B-Instruct on one A10G, 1000-token prompts, 200-token outputs, 8 users: each gets 6 tok/s. Is that normal?",
+     r"^Not what this hardware should give at c=8: the performance model gives each request about 2\d(\.\d)? tok/s of decode there"),
+    ("Qwen2.5-7B-Instruct 单卡 A10，输入 1000，输出 200，8 个并发，每个请求 20 token/s，正常吗？", r"^是正常的：在 c=8 时这基本就是这套硬件的水平"),
     # "是不是 vLLM 有问题" asks whether the speed is normal; it does not say vLLM is not used
     ("单张 A10（24G）跑 Llama-3.1-8B-Instruct，bf16，单请求输出 31 tok/s，TPOT 32ms，同一张卡 ollama 能跑 70 多。是不是 vLLM 有问题？",
      r"^对单个请求来说，这基本就是这套硬件能达到的速度|^是正常的"),
@@ -389,3 +395,14 @@ def test_a_planned_deployment_whose_default_length_does_not_fit_is_modelled_at_o
     assert "vLLM refuses to start, so this needs --max-model-len" in result.answer.markdown
     # a plan reports nothing seen: no cause resting on words or similar reports is stated as its reason
     assert "Likeliest cause" not in result.answer.markdown and "Also weighed, less likely" in result.answer.markdown
+
+
+def test_a_speed_at_many_clients_is_each_requests_only_when_the_words_say_so():
+    """At 100 clients "500 tok/s" may be the whole server's: no verdict on it as one request's; "each
+    gets" makes it each request's."""
+    from vllm_advisor.diagnosis.inputs import gather
+
+    whole = gather(question="Qwen2.5-7B-Instruct on one A10G, 1000-token prompts, 200-token outputs, 100 users: we get 500 tok/s. Is that normal?", predict=False)
+    assert whole.stated.request_tok_s is None
+    each = gather(question="Qwen2.5-7B-Instruct on one A10G, 1000-token prompts, 200-token outputs, 100 users: each gets 5 tok/s. Is that normal?", predict=False)
+    assert each.stated.request_tok_s == 5

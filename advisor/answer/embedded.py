@@ -584,7 +584,7 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
     # the user's speed is what this hardware does (the verdict says so): a cause resting on words
     # alone is not then stated beside it as the reason, nor its change made (a reviewer's find: "Yes,
     # this is healthy" followed by "**the release in use is the cause**"); it stays among the others weighed
-    healthy = reply.verdict is not None and reply.verdict.id.endswith(("_at_model", "_near_ceiling"))
+    healthy = reply.verdict is not None and reply.verdict.id.endswith(("_at_model", "_near_ceiling", "_at_load"))
     # ... nor where the question plans a deployment ("how fast will it be?") and reports nothing it saw:
     # the model's figures answer it, and a cause has nothing to explain (an audit's find: "how fast will
     # DeepSeek-R1 run on eight H20s?" got "likeliest cause: max_num_batched_tokens" on similar reports alone)

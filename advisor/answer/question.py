@@ -155,6 +155,8 @@ def _asking_part(sentence: str) -> str | None:
         for i, clause in enumerate(clauses):
             if _YES_NO_ZH.search(clause.group()) or i == len(clauses) - 1:
                 return sentence[clause.start() :].strip()
+    if question_mark and len(sentence.split()) <= 3 and _NORMAL.search(sentence):  # "Normal?", "Expected or not?": elliptical
+        return sentence.strip()
     if question_mark:
         for clause in clauses:
             if _YES_NO_EN.search(clause.group()):
@@ -396,7 +398,14 @@ def expectation_verdict(kind: str, diagnosis: Diagnosis) -> Msg | None:
     from ..schema.message import msg, q
 
     speed = diagnosis.stated_speed
-    if speed is not None:  # the user's own figure beside what the GPU allows one request: physics first
+    if speed is not None and speed.load:  # at the stated load: the model's per-request speed there
+        args = dict(stated=q(speed.stated_tok_s, "tok/s"), modelled=q(speed.modelled_tok_s, "tok/s"), load=speed.load,
+                    with_wait=q(speed.modelled_output_tok_s, "tok/s"), pct=f"{round(100 * speed.stated_tok_s / speed.modelled_tok_s)}%")
+        if speed.stated_tok_s < SPEED_FAR_BELOW * min(speed.modelled_tok_s, speed.modelled_output_tok_s or speed.modelled_tok_s):
+            return msg(f"verdict.{kind}_below_load", **args)
+        if speed.stated_tok_s <= SPEED_NEAR * speed.modelled_tok_s:
+            return msg(f"verdict.{kind}_at_load", **args)
+    elif speed is not None:  # the user's own figure beside what the GPU allows one request: physics first
         share = speed.stated_tok_s / speed.modelled_tok_s
         args = dict(stated=q(speed.stated_tok_s, "tok/s"), modelled=q(speed.modelled_tok_s, "tok/s"), pct=f"{round(100 * share)}%")
         if share < SPEED_FAR_BELOW:

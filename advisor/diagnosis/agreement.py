@@ -99,6 +99,24 @@ def decode_context(inputs: DiagnosisInputs) -> int:
     return (inputs.input_len or DEFAULT_CONTEXT_TOKENS) + (inputs.output_len or 0) // 2
 
 
+def _stated_at_load(inputs: DiagnosisInputs) -> StatedSpeed | None:
+    """A per-request speed stated at one client count above one ("8 users, each gets 20 tok/s"), beside
+    the model's per-request decode speed at that load (weights read once per step for the whole batch,
+    each request's KV, prefill chunks of the others): None for several client counts (which speed goes
+    with which?) or where that load was not modelled."""
+    said = inputs.stated
+    if len(said.concurrency) != 1:
+        return None
+    run = next((r for r in inputs.predicted if not r.calibrated and not r.ceiling and r.offered_concurrency == said.concurrency[0]), None)
+    tpot = _tpot(run) if run is not None else None
+    output = run.request_output_tok_s.mean if run is not None and run.request_output_tok_s is not None else None
+    if not tpot or not output:
+        return None
+    context = decode_context(inputs)
+    return StatedSpeed(stated_tok_s=said.request_tok_s, modelled_tok_s=round(1000.0 / tpot, 1), context_tokens=context, load=run.load_label,
+                       modelled_output_tok_s=round(output, 1))
+
+
 def _single_request(inputs: DiagnosisInputs) -> tuple[float, int] | None:
     """(tok/s, context tokens) of one request alone decoding on the modelled deployment: its weights and
     KV read once per token at the GPU's bandwidth, the step's fixed costs; None when not modelled or
@@ -128,10 +146,10 @@ def stated_speed(inputs: DiagnosisInputs) -> StatedSpeed | None:
     count above one; a KV cache short of the default max_model_len does not matter here."""
     said = inputs.stated
     engine = inputs.engine
-    if not said.request_tok_s or engine is None or any(c > 1 for c in said.concurrency):
+    if not said.request_tok_s or engine is None or _files_measured(inputs):
         return None
-    if _files_measured(inputs):
-        return None
+    if any(c > 1 for c in said.concurrency):
+        return _stated_at_load(inputs)
     single = _single_request(inputs)
     if single is None:
         return None

@@ -512,6 +512,13 @@ def _logs_within_benchmarks(inputs: DiagnosisInputs) -> None:
 #: catalog/vllm-h200.yaml; an unknown release's overheads and a hand-written GPU name differ more).
 NEAR_FIT = 0.9
 
+#: Words that make a speed stated at many clients each request's ("8 users, each gets 20 tok/s", "每个请求 20 token/s").
+PER_REQUEST = re.compile(
+    r"\beach\s+(?:request|user|client|stream|sequence|one|of them)?\s*(?:gets?|got|sees?|decodes?|generates?|only|is|at|runs?)\b|\bper[- ](?:request|user|client|stream|sequence)\b"
+    r"|每(?:个|一个|路|条)?(?:请求|用户|并发|客户端|流)|单(?:个|条)请求",
+    re.IGNORECASE,
+)
+
 #: Deployment fields the user's words may fill (beside the TP flag and the workload).
 WORDS_FILL = ("model", "gpu", "num_gpus", "vllm_version", "quantization")
 
@@ -553,8 +560,8 @@ def facts_from_words(inputs: DiagnosisInputs) -> StatedFacts:
     if flags:  # "max-model-len 设成 128K": a setting the serve command and the flags left unsaid
         used["flags"] = flags
     loaded = any(c > 1 for c in said.concurrency) or bool(w and (w.concurrency or 0) > 1)
-    if said.request_tok_s and vllm_only and not loaded:  # "生成速度只有 8 token/s": set beside the model's (diagnosis/agreement.py);
-        # at many clients ("并发一百才 500 tok/s") a figure may be the whole server's
+    if said.request_tok_s and vllm_only and (not loaded or PER_REQUEST.search(inputs.prose)):  # "生成速度只有 8 token/s": set beside the model's (diagnosis/agreement.py);
+        # at many clients ("并发一百才 500 tok/s") a figure may be the whole server's, unless the words say each request's
         used["request_tok_s"] = said.request_tok_s
     if used:
         used["reports_figures"] = said.reports_figures

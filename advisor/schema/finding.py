@@ -175,6 +175,11 @@ class StatedSpeed(BaseModel):
     #: measured on real GPUs (``modelled_tok_s`` keeps the sourced terms assumed for older releases), and that release
     release_tok_s: float | None = None
     release: str | None = None
+    #: the speed was stated at one client count above one ("8 users each get 20 tok/s"): that load, and the
+    #: model's per-request output rate there counting the first token's wait (``modelled_tok_s`` is then
+    #: the per-request decode speed at that load, not one request alone's)
+    load: str | None = None
+    modelled_output_tok_s: float | None = None
 
 
 class Diagnosis(BaseModel):
