@@ -354,6 +354,11 @@ OPENINGS = [
     # bandwidth give ~485 for Qwen3-30B-A3B on an H100), and 400 tok/s was "not one request's speed"
     ("Qwen3-30B-A3B on one H100, 8192-token prompts, 512 output tokens. With a single user we get 400 tok/s of decode. Is that normal?",
      r"^Yes, this is healthy: 400 tok/s is near the most this GPU allows one request, about 4[6-9]\d tok/s"),
+    # a new user's find: only "is it normal?" got the figure; "why so slow?", "怎么优化" got a generic paragraph
+    ("Llama-3.1-8B-Instruct on one H100, vLLM 0.26.0, 2048-token prompts, 256 output tokens. A single user gets only 60 tok/s. Why so slow?",
+     r"^Not what this hardware can do: one request alone should decode at about 1[34]\d tok/s here"),
+    ("Llama-3.1-8B-Instruct on one H100, single user gets 170 tok/s, how can I make it faster?", r"^It is not slow: 170 tok/s is near the most this GPU allows one request"),
+    ("单卡 H100 跑 Llama-3.1-8B-Instruct，vLLM 0.26.0，单个请求只有 60 token/s，怎么优化？", r"^这不是这套硬件应有的水平：单个请求在这里应能解码约 1[34]\d tok/s"),
     # a speed stated at one client count, each request's ("each gets"), beside the model's at that load
     ("Qwen2.5-7B-Instruct on one A10G, 1000-token prompts, 200-token outputs, 8 users: each gets 20 tok/s. Normal?",
      r"^Yes, at c=8 this is about what this hardware does: the performance model gives each request about 2\d(\.\d)? tok/s of decode there"),

@@ -309,6 +309,12 @@ def question_verdict(question: str | None, diagnosis: Diagnosis) -> tuple[str | 
     if said is None and (kind := asked_expectation(question)) is not None:
         said = expectation_verdict(kind, diagnosis)
         return None, said if said is not None else agreement_verdict(diagnosis)
+    if said is None and diagnosis.stated_speed is not None and question:
+        # "60 tok/s, why so slow?", "怎么优化": the speed stated beside the model's answers first, as for
+        # "is it normal?" (a new user's find: only "normal?" got the figure, "why?" a generic paragraph)
+        said = expectation_verdict("why", diagnosis)
+        if said is not None:
+            return None, said
     if said is None:
         return None, agreement_verdict(diagnosis)
     return asked.causes[0], said
@@ -420,7 +426,7 @@ def expectation_verdict(kind: str, diagnosis: Diagnosis) -> Msg | None:
             return msg(f"verdict.{kind}_above_ceiling", **args, ceiling=q(ceiling, "tok/s"))
         if ceiling:  # above the model's typical efficiency, under the hardware's peak: a fast, healthy server
             return msg(f"verdict.{kind}_near_ceiling", **args, ceiling=q(ceiling, "tok/s"))
-    if not diagnosis.findings:
+    if not diagnosis.findings or kind == "why":  # "why?" is answered by the figures, not by a yes or no on a cause
         return None
 
     top = diagnosis.findings[0]
