@@ -478,3 +478,21 @@ def test_a_card_named_by_its_number_and_memory():
 def test_a_comparison_card_and_a_proposed_tp_are_not_the_deployment(text, gpu, tp):
     said = read_stated_facts(text)
     assert (said.gpu or "").startswith(gpu) and said.tensor_parallel_size == tp
+
+
+@pytest.mark.parametrize(("text", "gpu", "count"), [
+    ("用 4090 跑 Qwen2.5-7B，速度只有 20 token/s", "RTX-4090", None),
+    ("在4090上跑Qwen2.5-7B", "RTX-4090", None),
+    ("我的 3090 显卡跑 14B 很慢", "RTX-3090", None),
+    ("2 x 4090 GPUs, Qwen2.5-14B", "RTX-4090", 2),
+    ("4096 tokens on 4090 GPU", "RTX-4090", None),
+])
+def test_a_consumer_card_named_by_its_number_where_the_words_make_it_a_card(text, gpu, count):
+    """How Chinese forums write them (a new user's find); the card's number is never a GPU count."""
+    said = read_stated_facts(text)
+    assert (said.gpu, said.num_gpus) == (gpu, count)
+
+
+def test_a_number_that_is_a_length_is_not_a_card():
+    assert read_stated_facts("输入4090个token").gpu is None
+    assert read_stated_facts("prompts of 4090 tokens").gpu is None

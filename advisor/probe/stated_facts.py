@@ -57,8 +57,13 @@ def _gpu_pattern() -> re.Pattern[str]:
 
 
 #: A catalog GPU named by its number alone after a count ("单张 4090", "两块 3090", "2x 4090").
-#: ... or by its number and its memory ("4090 24G", "3090 24GB", "5090 32G").
-_NUMBERED_GPU = re.compile(r"(?:(?:[张块卡]|\d\s?[x×])\s?(?:rtx\s?)?|" + _A + r"(?=(?:3090|4090)\s?24\s?g|5090\s?32\s?g))(3090|4090|5090)" + _Z, re.IGNORECASE)
+#: ... or by its number and its memory ("4090 24G", "3090 24GB", "5090 32G"), or where the words make it a card
+#: ("用 4090 跑", "在4090上", "4090 显卡", "on 4090 GPUs"): how Chinese forums write them (a new user's find).
+_NUMBERED_GPU = re.compile(
+    r"(?:(?:[张块卡]|\d\s?[x×])\s?(?:rtx\s?)?|(?<=[用在的台把])\s?|"
+    + _A + r"(?=(?:3090|4090)\s?24\s?g|5090\s?32\s?g|(?:3090|4090|5090)\s?(?:显卡|卡|上|跑|gpus?\b)))(3090|4090|5090)" + _Z,
+    re.IGNORECASE,
+)
 
 
 #: Accelerators people serve on that the GPU catalog does not hold: read so that the answer says
@@ -444,14 +449,15 @@ def read_stated_facts(text: str | None) -> StatedFacts:
         counts.append(_count(before.group(1)) if before else _count(after.group(1)) if after else None)
         if (before or after) and not _COMPARED.search(text[max(0, m.start() - 12) : m.start()]):
             counted.add(keys[m])
-    counts += [_count(next(g for g in m.groups() if g)) for m in _GPUS_GENERIC.finditer(text)]
+    masked = _masked(text, [m.span(1) for m in named])  # "2 x 4090 GPUs": the card's number is not a count
+    counts += [_count(next(g for g in m.groups() if g)) for m in _GPUS_GENERIC.finditer(masked)]
     # "draft TP=1", "draft_tensor_parallel_size": the drafter's parallelism, not the deployment's
     tp = _one([int(m.group(1)) for m in _TP.finditer(text)
                if 1 <= int(m.group(1)) <= 512 and "draft" not in text[max(0, m.start() - 8) : m.start()].lower() and not _proposed(text, m.start())])
     num_gpus = _one(counts)
     if num_gpus is None and tp is not None and not any(counts):
         num_gpus = tp
-    said = _arabic(_masked(text, [m.span(1) for m in named]))
+    said = _arabic(masked)
     concurrency = sorted({int(g) for m in _CONCURRENCY.finditer(said) for i, g in enumerate(m.groups(), start=1)
                           if g and _owner(said, m.start(i)) in (None, "concurrency")} - {0})
     inputs, outputs = _lengths(_INPUT, said, "input"), _lengths(_OUTPUT, said, "output")
