@@ -496,3 +496,13 @@ def test_a_consumer_card_named_by_its_number_where_the_words_make_it_a_card(text
 def test_a_number_that_is_a_length_is_not_a_card():
     assert read_stated_facts("输入4090个token").gpu is None
     assert read_stated_facts("prompts of 4090 tokens").gpu is None
+
+
+@pytest.mark.parametrize(("text", "concurrency"), [
+    ("单并发 45 tok/s", []),  # one client at 45 tok/s, not 45 clients (a new user's find)
+    ("单并发速度 45 token/s，并发 16 时每个请求 12 token/s", [16]),
+    ("4x H100 TP=4, 100 concurrent users", [100]),  # "TP=4, 100 concurrent" is not "4 or 100 clients"
+    ("并发 40 和 100", [40, 100]),
+])
+def test_client_counts_are_not_read_from_rates_or_settings(text, concurrency):
+    assert read_stated_facts(text).concurrency == concurrency

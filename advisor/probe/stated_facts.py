@@ -158,10 +158,11 @@ _OUTPUT = _length_pattern(r"(?:outputs?|generations?|completions?|responses?)", 
 _CONCURRENCY = re.compile(
     _A + r"(\d{1,5})\s*(?:concurrent|parallel|simultaneous)(?:\s+(?:requests|clients|users|connections))?" + _Z
     + r"|" + _A + r"(\d{1,5})\s*(?:clients|users)" + _Z
-    + r"|" + _A + r"(\d{1,5})(?=\s*(?:and|or|,|/|vs\.?)\s*\d{1,5}\s*(?:concurrent|parallel|clients|users)" + _Z + ")"
+    + r"|" + _A + r"(?<![=:])(\d{1,5})(?=\s*(?:and|or|,|/|vs\.?)\s*\d{1,5}\s*(?:concurrent|parallel|clients|users)" + _Z + ")"
     + r"|" + _A + r"concurren(?:cy|t[_ ]requests|t[_ ]users)\s*(?:set to|of|=|:|is|level)?\s*(\d{1,5})" + _Z
     + r"|" + _A + r"(\d{1,5})\s*requests?\s+(?:at (?:the same time|once)|simultaneously|concurrently|in parallel)" + _Z
-    + r"|并发\s*(?:数|度|量)?\s*(?:都|也)?\s*(?:为|是|到|达到|设为|设成|开到|调到|调成|提到|[:：=])?\s*(\d{1,5})(?:\s*(?:[~～/、-]|和|或|与)\s*(\d{1,5}))?"
+    # ... not the rate that follows "单并发" ("单并发 45 tok/s" is one client at 45 tok/s)
+    + r"|(?<!单)并发\s*(?:数|度|量)?\s*(?:都|也)?\s*(?:为|是|到|达到|设为|设成|开到|调到|调成|提到|[:：=])?\s*(\d{1,5})(?!\d|\s*(?:tok|t/s|字/秒|ms\b|毫秒))(?:\s*(?:[~～/、-]|和|或|与)\s*(\d{1,5}))?"
     + r"|(?<![\dA-Za-z.])(\d{1,5})(?=\s*(?:个|路)?\s*并发)",
     re.IGNORECASE,
 )
