@@ -171,7 +171,8 @@ def test_validation_score_recomputed_from_the_library():
     reports, 3 in this part) on 267: 0.685 / 0.752 (the 3 new: 2 first, 2 of 4); session 27 (the sentence vectors
     centred on their language) on the same 267: 0.685 / 0.758; session 28 (TensorRT-LLM and LMDeploy flags read, the
     question's language by words) on the same 267: 0.685 / 0.752; session 31 (pasted log lines, result blocks and
-    /metrics lines read as figures, the server's own KV readings) on the same 267: 0.682 / 0.758. The floor here is the
+    /metrics lines read as figures, the server's own KV readings) on the same 267: 0.682 / 0.758; session 32 (catalog
+    names, replicated weights per rank, a system-memory cue, the MoE ceiling) on the same 267: 0.689 / 0.760. The floor here is the
     session-8 level less about one standard error (0.033 / 0.027), a guard against regressions, and
     benchmarks/RESULTS.md says where it stands."""
     from vllm_advisor.cases.fit import run
