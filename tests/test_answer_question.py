@@ -350,6 +350,10 @@ OPENINGS = [
     ("Llama-3.1-8B-Instruct on one H100, vLLM 0.26.0, 2048-token prompts, 256 output tokens. With a single user we only get 60 tok/s of decode. Is that normal?",
      r"^Not what this hardware can do: one request alone should decode at about 1[34]\d tok/s here"),
     ("Llama-3.1-8B-Instruct 单卡 H100，输入 2048，输出 256，单用户解码只有 60 token/s，正常吗？", r"^取决于 vLLM 版本（未给出）：在 vLLM 0\.\d+\.\d+ 及更新版本上"),
+    # a new user's find: "how many users?" with no request length got no number
+    ("How many concurrent users can one H100 serve with Llama-3.1-8B-Instruct?",
+     r"^How many run at once depends on each request's length \(prompt plus output\): the KV cache holds about [\d,]+ tokens \(128 KiB per token per GPU; the performance model\), so about [\d.]+ requests of 2,048 tokens"),
+    ("两张 A100-40G PCIe 跑 Qwen2.5-72B-Instruct-AWQ，TP2，能支持多少并发？", r"^同时能跑多少取决于每个请求的长度（输入加输出）：KV 缓存约能放 [\d,]+ 个 token"),
     # the numbers audit's find: the MoE "ceiling" kept fitted kernel shortfalls (356 tok/s where bytes over the
     # bandwidth give ~485 for Qwen3-30B-A3B on an H100), and 400 tok/s was "not one request's speed"
     ("Qwen3-30B-A3B on one H100, 8192-token prompts, 512 output tokens. With a single user we get 400 tok/s of decode. Is that normal?",

@@ -284,6 +284,10 @@ def capacity_verdict(question: str | None, diagnosis: Diagnosis) -> Msg | None:
     from ..schema.message import msg, q
 
     e = diagnosis.expected
+    if e is not None and e.fits is None and len(e.fits_by_length) == 3 and question and _HOW_MANY.search(question) and e.kv_cache_tokens:
+        (la, a), (lb, b), (lc, c) = e.fits_by_length
+        return msg("verdict.capacity_lengths", kv=q(e.kv_cache_tokens, "tokens"), per_token=q(e.kv_kib_per_token, "KiB"),
+                   a=q(a, "requests"), la=q(la, "tokens"), b=q(b, "requests"), lb=q(lb, "tokens"), c=q(c, "requests"), lc=q(lc, "tokens"))
     if e is None or e.fits is None or not question or not _HOW_MANY.search(question) or not e.kv_cache_tokens:
         return None
     if any(r.id == "reason.kv_fit" for f in leading(diagnosis) for r in f.reasons):

@@ -10,6 +10,8 @@ figures would agree by construction.
 
 from __future__ import annotations
 
+import math
+
 from ..schema import BenchmarkRun
 from ..schema.finding import ExpectedFigures, ModelAgreement, StatedSpeed
 from .inputs import DiagnosisInputs
@@ -215,15 +217,23 @@ def _on_measured_release(inputs: DiagnosisInputs, single_tok_s: float) -> tuple[
     return single[0], shipped_engine_fit().engine.split()[1]
 
 
+#: Request lengths (prompt plus output, tokens) a capacity is given at when the words give none.
+CAPACITY_LENGTHS = (2048, 8192, 32768)
+
+
 def _capacity(inputs: DiagnosisInputs, figures: ExpectedFigures) -> None:
     """How many requests of the workload's length the KV cache holds at once, and each one's decode
     speed when that many decode together (their weights read once per step, their KV each): the reply
     to "how many users can I serve?" (a reviewer's find: it got the prefill floor instead)."""
     engine = inputs.engine
-    if not inputs.input_len:
+    mem = engine.memory
+    if not inputs.input_len:  # "能支持多少并发？" with no length: the count at a few, the cache's size beside them
+        lengths = [n for n in CAPACITY_LENGTHS if n < engine.config.max_model_len] + [engine.config.max_model_len]
+        figures.kv_cache_tokens, figures.kv_kib_per_token = int(mem.kv_cache_tokens), round(mem.kv_bytes_per_token_at(lengths[0]) / 1024, 1)
+        cap = engine.config.max_num_seqs or math.inf  # "run together": at most max_num_seqs, whatever the cache holds
+        figures.fits_by_length = [(n, round(min(mem.requests_that_fit(n), cap), 1)) for n in lengths[:3]]
         return
     length = inputs.input_len + (inputs.output_len or 0)
-    mem = engine.memory
     fits = mem.requests_that_fit(length)
     figures.request_tokens, figures.kv_cache_tokens, figures.fits = length, int(mem.kv_cache_tokens), round(fits, 1)
     figures.kv_kib_per_token = round(mem.kv_bytes_per_token_at(length) / 1024, 1)

@@ -156,6 +156,8 @@ class ExpectedFigures(BaseModel):
     fits: float | None = None
     full_batch: int | None = Field(None, description="requests decoding together at full capacity (the fit, at most max_num_seqs)")
     full_batch_tok_s: float | None = Field(None, description="decode speed per request at that batch, tok/s (modelled)")
+    #: no request length given: how many fit at a few lengths (request tokens, requests), up to max_model_len
+    fits_by_length: list[tuple[int, float]] = Field(default_factory=list)
 
 
 class StatedSpeed(BaseModel):
