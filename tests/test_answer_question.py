@@ -419,3 +419,27 @@ def test_a_speed_at_many_clients_is_each_requests_only_when_the_words_say_so():
     assert whole.stated.request_tok_s is None
     each = gather(question="Qwen2.5-7B-Instruct on one A10G, 1000-token prompts, 200-token outputs, 100 users: each gets 5 tok/s. Is that normal?", predict=False)
     assert each.stated.request_tok_s == 5
+
+
+def test_words_that_give_lengths_per_request_do_not_make_a_total_each_requests():
+    """A reviewer's find: "200 output tokens per request, we only get 60 tok/s" at 64 clients is the
+    whole server's rate, not each request's; "each gets 20 tok/s" is each request's."""
+    from vllm_advisor.diagnosis.inputs import gather
+
+    total = gather(question="Qwen2.5-7B-Instruct on one H100, 64 concurrent users, 1000 input tokens and 200 output tokens per request, we only get 60 tok/s. Normal?", predict=False)
+    assert total.stated.request_tok_s is None
+    each = gather(question="Qwen2.5-7B-Instruct on one H100, 64 concurrent users, 1000-token prompts: each gets 12 tok/s. Normal?", predict=False)
+    assert each.stated.request_tok_s == 12
+
+
+def test_capacity_with_no_length_on_a_short_window_still_gets_three_counts():
+    """Llama-2 serves 4,096 tokens at most: the counts at a quarter, a half and all of it."""
+    first = first_paragraph(Session(kb=False).answer("How many users can I serve with Llama-2-7b-chat-hf on one A100 80GB?").answer.markdown)
+    assert re.search(r"requests of 1,024 tokens, [\d.]+ requests of 2,048 tokens or [\d.]+ requests of 4,096 tokens run together", first), first
+
+
+def test_an_unspaced_chinese_sentence_is_not_an_elliptical_normal():
+    from vllm_advisor.answer.question import asked_expectation
+
+    assert asked_expectation("吞吐正常但延迟很高怎么办？") is None
+    assert asked_expectation("Normal?") == "normal"

@@ -503,6 +503,9 @@ def test_a_number_that_is_a_length_is_not_a_card():
     ("单并发速度 45 token/s，并发 16 时每个请求 12 token/s", [16]),
     ("4x H100 TP=4, 100 concurrent users", [100]),  # "TP=4, 100 concurrent" is not "4 or 100 clients"
     ("并发 40 和 100", [40, 100]),
+    ("TP = 4, 100 concurrent users", [100]),
+    ("tp 4, 100 concurrent users", [100]),
+    ("batch size 8, 16 concurrent users", [16]),
 ])
 def test_client_counts_are_not_read_from_rates_or_settings(text, concurrency):
     assert read_stated_facts(text).concurrency == concurrency

@@ -589,7 +589,7 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
     # the model's figures answer it, and a cause has nothing to explain (an audit's find: "how fast will
     # DeepSeek-R1 run on eight H20s?" got "likeliest cause: max_num_batched_tokens" on similar reports alone)
     stated = getattr(inputs, "stated", None)
-    planning = reply.verdict is not None and reply.verdict.id.startswith("verdict.expect_") and stated is not None and not stated.reports_figures
+    planning = reply.verdict is not None and reply.verdict.id.startswith(("verdict.expect_", "verdict.capacity")) and stated is not None and not stated.reports_figures
     words_only = [f for f in reply.findings if (healthy or planning) and not computed(f)]
     if not diagnosis.findings:
         out += render_direct(diagnosis, language)

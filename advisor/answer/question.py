@@ -146,6 +146,9 @@ def _named(text: str) -> list[str]:
     return sorted(hits, key=lambda c: hits[c])
 
 
+_CJK_CHAR = re.compile(r"[\u3400-\u9fff]")
+
+
 def _asking_part(sentence: str) -> str | None:
     """The part of a sentence that asks yes or no, as written (from its asking clause to its end), or None."""
     clauses = list(_CLAUSES.finditer(sentence))
@@ -155,7 +158,7 @@ def _asking_part(sentence: str) -> str | None:
         for i, clause in enumerate(clauses):
             if _YES_NO_ZH.search(clause.group()) or i == len(clauses) - 1:
                 return sentence[clause.start() :].strip()
-    if question_mark and len(sentence.split()) <= 3 and _NORMAL.search(sentence):  # "Normal?", "Expected or not?": elliptical
+    if question_mark and len(sentence.split()) <= 3 and _NORMAL.search(sentence) and not _CJK_CHAR.search(sentence):  # "Normal?": elliptical (Chinese has its own)
         return sentence.strip()
     if question_mark:
         for clause in clauses:
@@ -313,7 +316,9 @@ def question_verdict(question: str | None, diagnosis: Diagnosis) -> tuple[str | 
     if said is None and (kind := asked_expectation(question)) is not None:
         said = expectation_verdict(kind, diagnosis)
         return None, said if said is not None else agreement_verdict(diagnosis)
-    if said is None and diagnosis.stated_speed is not None and question:
+    top = diagnosis.findings[0] if diagnosis.findings else None
+    explained = top is not None and top.confidence >= LIKELY and computed(top)  # a figure of its own explains the speed: it opens
+    if said is None and diagnosis.stated_speed is not None and question and not explained:
         # "60 tok/s, why so slow?", "怎么优化": the speed stated beside the model's answers first, as for
         # "is it normal?" (a new user's find: only "normal?" got the figure, "why?" a generic paragraph)
         said = expectation_verdict("why", diagnosis)
@@ -403,31 +408,34 @@ ABOVE_CEILING = 1.1
 
 
 def expectation_verdict(kind: str, diagnosis: Diagnosis) -> Msg | None:
-    """The reply to "is this normal?" or "is my setup wrong?" from the leading finding's kind, hedged
-    under one half of confidence (the fitted ranking's) unless figures computed for this deployment carry it."""
+    """The reply to "is this normal?" (``kind`` "normal") or "is my setup wrong?" ("setup"): a stated speed
+    beside the model's first, else the leading finding's kind, hedged under one half of confidence (the
+    fitted ranking's) unless figures computed for this deployment carry it. "why" (a stated speed with any
+    other question: "why so slow?") gets the speed's comparison only, never a yes or no on a cause."""
     from ..schema.message import msg, q
 
     speed = diagnosis.stated_speed
+    plain = "normal" if kind == "why" else kind  # "why so slow?" and "is it normal?" get the same "not what this hardware does"
     if speed is not None and speed.load:  # at the stated load: the model's per-request speed there
         args = dict(stated=q(speed.stated_tok_s, "tok/s"), modelled=q(speed.modelled_tok_s, "tok/s"), load=speed.load,
                     with_wait=q(speed.modelled_output_tok_s, "tok/s"), pct=f"{round(100 * speed.stated_tok_s / speed.modelled_tok_s)}%")
         if speed.stated_tok_s < SPEED_FAR_BELOW * min(speed.modelled_tok_s, speed.modelled_output_tok_s or speed.modelled_tok_s):
-            return msg(f"verdict.{kind}_below_load", **args)
+            return msg(f"verdict.{plain}_below_load", **args)
         if speed.stated_tok_s <= SPEED_NEAR * speed.modelled_tok_s:
             return msg(f"verdict.{kind}_at_load", **args)
     elif speed is not None:  # the user's own figure beside what the GPU allows one request: physics first
         share = speed.stated_tok_s / speed.modelled_tok_s
         args = dict(stated=q(speed.stated_tok_s, "tok/s"), modelled=q(speed.modelled_tok_s, "tok/s"), pct=f"{round(100 * share)}%")
         if share < SPEED_FAR_BELOW:
-            return msg(f"verdict.{kind}_below_model", **args)
+            return msg(f"verdict.{plain}_below_model", **args)
         recent = speed.stated_tok_s / speed.release_tok_s if speed.release_tok_s else None
         if recent is not None and recent < SPEED_FAR_BELOW:  # healthy on an older release, not on the one measured
-            return msg(f"verdict.{kind}_below_release", **args, current=q(speed.release_tok_s, "tok/s"), release=speed.release, pct_recent=f"{round(100 * recent)}%")
+            return msg(f"verdict.{plain}_below_release", **args, current=q(speed.release_tok_s, "tok/s"), release=speed.release, pct_recent=f"{round(100 * recent)}%")
         if share <= SPEED_NEAR:
             return msg(f"verdict.{kind}_at_model", **args)
         ceiling = speed.ceiling_tok_s
         if ceiling and speed.stated_tok_s > ABOVE_CEILING * ceiling:  # not one request's speed on this GPU
-            return msg(f"verdict.{kind}_above_ceiling", **args, ceiling=q(ceiling, "tok/s"))
+            return msg(f"verdict.{plain}_above_ceiling", **args, ceiling=q(ceiling, "tok/s"))
         if ceiling:  # above the model's typical efficiency, under the hardware's peak: a fast, healthy server
             return msg(f"verdict.{kind}_near_ceiling", **args, ceiling=q(ceiling, "tok/s"))
     if not diagnosis.findings or kind == "why":  # "why?" is answered by the figures, not by a yes or no on a cause

@@ -10,8 +10,6 @@ figures would agree by construction.
 
 from __future__ import annotations
 
-import math
-
 from ..schema import BenchmarkRun
 from ..schema.finding import ExpectedFigures, ModelAgreement, StatedSpeed
 from .inputs import DiagnosisInputs
@@ -145,7 +143,7 @@ def stated_speed(inputs: DiagnosisInputs) -> StatedSpeed | None:
     one request alone on this deployment (its weights and KV read once per token at the GPU's
     bandwidth, the step's fixed costs). None when no speed was stated, a benchmark file was given,
     the deployment is not modelled or cannot hold that one request, or the words give a client
-    count above one; a KV cache short of the default max_model_len does not matter here."""
+    count above one (then the speed at that load, ``_stated_at_load``); a KV cache short of the default max_model_len does not matter here."""
     said = inputs.stated
     engine = inputs.engine
     if not said.request_tok_s or engine is None or _files_measured(inputs):
@@ -228,10 +226,12 @@ def _capacity(inputs: DiagnosisInputs, figures: ExpectedFigures) -> None:
     engine = inputs.engine
     mem = engine.memory
     if not inputs.input_len:  # "能支持多少并发？" with no length: the count at a few, the cache's size beside them
-        lengths = [n for n in CAPACITY_LENGTHS if n < engine.config.max_model_len] + [engine.config.max_model_len]
+        longest = engine.config.max_model_len
+        lengths = ([n for n in CAPACITY_LENGTHS if n < longest] + [longest])[:3]
+        if len(lengths) < 3:  # a short window (Llama-2's 4,096): a quarter, a half and all of it
+            lengths = [longest // 4, longest // 2, longest]
         figures.kv_cache_tokens, figures.kv_kib_per_token = int(mem.kv_cache_tokens), round(mem.kv_bytes_per_token_at(lengths[0]) / 1024, 1)
-        cap = engine.config.max_num_seqs or math.inf  # "run together": at most max_num_seqs, whatever the cache holds
-        figures.fits_by_length = [(n, round(min(mem.requests_that_fit(n), cap), 1)) for n in lengths[:3]]
+        figures.fits_by_length = [(n, round(mem.requests_that_fit(n), 1)) for n in lengths]
         return
     length = inputs.input_len + (inputs.output_len or 0)
     fits = mem.requests_that_fit(length)

@@ -513,9 +513,12 @@ def _logs_within_benchmarks(inputs: DiagnosisInputs) -> None:
 NEAR_FIT = 0.9
 
 #: Words that make a speed stated at many clients each request's ("8 users, each gets 20 tok/s", "每个请求 20 token/s").
+#: The words must stand by the speed ("per request" also describes lengths: "1000 input tokens per request").
+_RATE = r"\d[\d.]*\s*(?:tok(?:en)?s?\s*/\s*(?:s|sec|秒)|t/s|tokens?\s+per\s+second)"
 PER_REQUEST = re.compile(
-    r"\beach\s+(?:request|user|client|stream|sequence|one|of them)?\s*(?:gets?|got|sees?|decodes?|generates?|only|is|at|runs?)\b|\bper[- ](?:request|user|client|stream|sequence)\b"
-    r"|每(?:个|一个|路|条)?(?:请求|用户|并发|客户端|流)|单(?:个|条)请求",
+    r"(?:\beach\s+(?:request|user|client|stream|sequence|one|of them)?\s*(?:gets?|got|sees?|decodes?|generates?|only|runs?)\b|\bper[- ](?:request|user|client|stream|sequence)\b"
+    r"|每(?:个|一个|路|条)?(?:请求|用户|并发|客户端|流))[^.;,。；，\n]{0,24}?" + _RATE
+    + r"|" + _RATE + r"\s*(?:each|per[- ](?:request|user|client|stream|sequence))\b",
     re.IGNORECASE,
 )
 
@@ -738,7 +741,7 @@ def _model(inputs: DiagnosisInputs, calibrate: bool) -> None:
         # one being planned needs --max-model-len set so (vLLM refuses to start on the model's default),
         # and is modelled with it, the note saying so (an audit's DeepSeek-R1 on 8 x H20 got no figures at 16 clients).
         fitted = max(needed or 0, min(engine.config.max_model_len, engine.memory.kv_cache_tokens))
-        if fitted > 0:
+        if fitted > 0 and (inputs.measured or fitted <= engine.memory.kv_cache_tokens):  # a plan longer than the cache stays refused
             try:
                 fitted_args, fitted_derived = args.model_copy(update={"max_model_len": fitted}), ("max_model_len", *derived)
                 engine = build_engine_model(dep, fitted_args, needed_model_len=needed, derived=fitted_derived)

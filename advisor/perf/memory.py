@@ -207,7 +207,7 @@ def replicated_bytes_per_gpu(model: ModelSpec, quantization: str | None, dtype: 
     """Bytes each tensor-parallel rank holds beyond its 1/TP share: what vLLM keeps whole on every
     rank (MLA's q_a and kv_a down-projections and their norms, each MoE layer's router: its
     ReplicatedLinear layers) and the k/v projection copies when TP exceeds the KV heads (each rank
-    holds a whole head). DeepSeek-R1 on eight H20s: +0.9 GiB a GPU, its KV pool ~15% smaller (an
+    holds a whole head). DeepSeek-R1 on eight H20s: +0.9 GiB a GPU, its KV pool ~18% smaller (an
     audit's arithmetic; a real TP8 log loaded 79.4 GiB where 1/8 of the weights is 78.1)."""
     if tp <= 1:
         return 0.0
@@ -224,7 +224,7 @@ def replicated_bytes_per_gpu(model: ModelSpec, quantization: str | None, dtype: 
     elif model.num_kv_heads and tp > model.num_kv_heads:
         per_head = 2 * model.hidden_size * model.head_dim  # k and v
         extra += layers * per_head * (model.kv_heads_per_gpu(tp) - model.num_kv_heads / tp) * quantised_bpp
-    extra += model.num_moe_layers / pp * (model.router_params / max(model.num_moe_layers, 1)) * UNQUANTISED_BYTES * share
+    extra += model.router_params / pp * UNQUANTISED_BYTES * share
     return extra
 
 
@@ -258,7 +258,7 @@ def estimate_memory(
     whole = f" + {replicated:.2f} GiB each rank holds whole (replicated layers, copied KV heads)" if replicated >= 0.005 else ""
     basis = {
         "weights_gib": f"exact: {model.total_params / 1e9:.2f}B parameters x {bpp:g} bytes / (TP {tp} x PP {pp}){whole}" if bpp >= UNQUANTISED_BYTES
-        else f"exact: {model.total_params / 1e9:.2f}B parameters, the quantised ones x {bpp:g} bytes, the rest (embedding, LM head, norms) x {UNQUANTISED_BYTES:g}, / (TP {tp} x PP {pp}){whole}",
+        else f"exact: {model.total_params / 1e9:.2f}B parameters, the quantised ones x {bpp:g} bytes, the rest (embedding, LM head, norms, MoE routers) x {UNQUANTISED_BYTES:g}, / (TP {tp} x PP {pp}){whole}",
         "kv_bytes_per_token": "exact: from the model's attention shapes",
         "non_torch_gib": "estimate (MemoryParams.non_torch_gib)",
         "activation_peak_gib": f"estimate at max_num_batched_tokens={cfg.max_num_batched_tokens}",

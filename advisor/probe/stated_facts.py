@@ -158,7 +158,7 @@ _OUTPUT = _length_pattern(r"(?:outputs?|generations?|completions?|responses?)", 
 _CONCURRENCY = re.compile(
     _A + r"(\d{1,5})\s*(?:concurrent|parallel|simultaneous)(?:\s+(?:requests|clients|users|connections))?" + _Z
     + r"|" + _A + r"(\d{1,5})\s*(?:clients|users)" + _Z
-    + r"|" + _A + r"(?<![=:])(\d{1,5})(?=\s*(?:and|or|,|/|vs\.?)\s*\d{1,5}\s*(?:concurrent|parallel|clients|users)" + _Z + ")"
+    + r"|" + _A + r"(?<![=:])(?<![=:] )(?<!tp )(?<!size )(?<!tp)(\d{1,5})(?=\s*(?:and|or|,|/|vs\.?)\s*\d{1,5}\s*(?:concurrent|parallel|clients|users)" + _Z + ")"
     + r"|" + _A + r"concurren(?:cy|t[_ ]requests|t[_ ]users)\s*(?:set to|of|=|:|is|level)?\s*(\d{1,5})" + _Z
     + r"|" + _A + r"(\d{1,5})\s*requests?\s+(?:at (?:the same time|once)|simultaneously|concurrently|in parallel)" + _Z
     # ... not the rate that follows "单并发" ("单并发 45 tok/s" is one client at 45 tok/s)

@@ -231,19 +231,24 @@ class ModelSpec(BaseModel):
         if not self.is_moe:
             return 0
         h = self.hidden_size
-        router = h * self.num_experts + (self.num_experts if self.router_bias else 0)  # type: ignore[operator]
+        router = self.router_params_per_layer
         shared = self.num_shared_experts * 3 * h * self.moe_intermediate_size  # type: ignore[operator]
         if self.shared_expert_intermediate_size:
             shared += 3 * h * self.shared_expert_intermediate_size + h  # + the sigmoid gate
         return router + shared
 
     @property
-    def router_params(self) -> int:
-        """Every MoE layer's router (gate) weights: replicated on each tensor-parallel rank and kept in
-        16 bits by quantised checkpoints."""
+    def router_params_per_layer(self) -> int:
+        """One MoE layer's router (gate) weights, and its bias where the model has one."""
         if not self.is_moe:
             return 0
-        return self.num_moe_layers * (self.hidden_size * self.num_experts + (self.num_experts if self.router_bias else 0))  # type: ignore[operator]
+        return self.hidden_size * self.num_experts + (self.num_experts if self.router_bias else 0)  # type: ignore[operator]
+
+    @property
+    def router_params(self) -> int:
+        """Every MoE layer's router: replicated on each tensor-parallel rank and kept in 16 bits by
+        quantised checkpoints."""
+        return self.num_moe_layers * self.router_params_per_layer
 
     @property
     def embedding_params(self) -> int:
