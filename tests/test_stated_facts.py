@@ -509,3 +509,18 @@ def test_a_number_that_is_a_length_is_not_a_card():
 ])
 def test_client_counts_are_not_read_from_rates_or_settings(text, concurrency):
     assert read_stated_facts(text).concurrency == concurrency
+
+
+@pytest.mark.parametrize(("text", "lengths"), [
+    ("1k in 512 out", (1000, 512)),
+    ("32 users, 1k in/512 out, throughput?", (1000, 512)),
+    ("2K in / 2K out", (2000, 2000)),
+    ("1024 in, 512 out", (1024, 512)),
+    ("ISL 1024 OSL 512", (1024, 512)),
+    ("isl=1024, osl=512", (1024, 512)),
+    ("running in 2 GPUs, 8 in parallel", (None, None)),
+])
+def test_lengths_written_as_benchmark_write_ups_give_them(text, lengths):
+    """A new user's find: "1k in/512 out" was dropped, and the load went unmodelled."""
+    said = read_stated_facts(text)
+    assert (said.input_len, said.output_len) == lengths

@@ -138,23 +138,32 @@ _SCALED = r"(?<![\d.])(\d+(?:\.\d+)?)\s*([kK万千])"
 _CHAR_UNIT = r"(?:多|余|来)?\s*(?:个|個)?\s*(?:汉字|漢字|中文字符?|字符|字元|字(?![节節母段])|chinese\s+char(?:acter)?s?\b)"
 
 
-def _length_pattern(nouns: str, scaled_nouns: str, token_kind: str, keyword: str, zh_keyword: str, zh_after: str) -> re.Pattern[str]:
+#: "1k in 512 out", "2K in / 2K out", "1024 in, 512 out": the pair as benchmark write-ups give it
+_IN_OUT_GAP = r"\s*in\s*(?:[,/;&]|and)?\s*"
+_PAIR_NUMBER = r"\d[\d.,]*\s*[kK]?"
+_IN_PAIR = _A + _TOKENS + r"(?=" + _IN_OUT_GAP + _PAIR_NUMBER + r"\s*out\b)"
+_OUT_PAIR = r"(?<![\d.])" + _PAIR_NUMBER + _IN_OUT_GAP + _TOKENS + r"\s*out\b"
+
+
+def _length_pattern(nouns: str, scaled_nouns: str, token_kind: str, keyword: str, zh_keyword: str, zh_after: str, pair: str) -> re.Pattern[str]:
     """A token length next to its words: "63K-token prompts", "63K prompts", "1000 input tokens",
-    "prompt length 2000", "输入 63K", "63K 的输入" (one pattern each for prompts and outputs)."""
+    "prompt length 2000", "ISL 1024", "1k in 512 out", "输入 63K", "63K 的输入" (one pattern each for
+    prompts and outputs)."""
     return re.compile(
         _A + _TOKENS + r"[-\s]*tokens?[-\s]+(?:of\s+)?" + nouns + _Z
         + r"|" + _A + _SCALED + r"[-\s]+" + scaled_nouns + _Z
         + r"|" + _A + _TOKENS + r"[-\s]*" + token_kind + r"[-\s]+tokens?" + _Z
         + r"|" + _A + _TOKENS + r"\s+" + token_kind + r"(?=\s*(?:[,;/)]|\.(?!\d)|and\b|$))"  # "1000 input, 200 output"
         + r"|" + _A + keyword + r"s?(?:[-\s]+(?:length|len|size))?\s*(?:of|is|are|was|were|=|:|：|~|≈)?\s*(?:about|around|roughly|~|≈)?\s*" + _TOKENS + r"(?:[-\s]*tokens?)?" + _Z
+        + r"|" + pair
         + r"|" + zh_keyword + r"(?:长度)?\s*(?:为|是|约|大约|大概|差不多|[:：=~])?\s*(?:约|大约|大概)?\s*" + _TOKENS
         + r"|" + _TOKENS + r"(?=\s*(?:tokens?|token\s*的|" + _CHAR_UNIT + r")?\s*(?:的)?" + zh_after + ")",
         re.IGNORECASE,
     )
 
 
-_INPUT = _length_pattern(r"(?:long\s+)?(?:prompts?|inputs?|context)", r"(?:long\s+)?(?:prompts?|inputs?|context)", r"(?:input|prompt)", r"(?<!system )(?:prompt|input)", r"(?:输入|提示词|上下文)", r"(?:输入|上下文|提示词)")
-_OUTPUT = _length_pattern(r"(?:outputs?|generations?|completions?|responses?)", r"(?:outputs?|completions?|responses?)", r"(?:output|generated|completion)", r"(?:output|max_tokens)", r"(?:输出|生成)", r"(?:输出)")
+_INPUT = _length_pattern(r"(?:long\s+)?(?:prompts?|inputs?|context)", r"(?:long\s+)?(?:prompts?|inputs?|context)", r"(?:input|prompt)", r"(?<!system )(?:prompt|input|isl)", r"(?:输入|提示词|上下文)", r"(?:输入|上下文|提示词)", _IN_PAIR)
+_OUTPUT = _length_pattern(r"(?:outputs?|generations?|completions?|responses?)", r"(?:outputs?|completions?|responses?)", r"(?:output|generated|completion)", r"(?:output|max_tokens|osl)", r"(?:输出|生成)", r"(?:输出)", _OUT_PAIR)
 _CONCURRENCY = re.compile(
     _A + r"(\d{1,5})\s*(?:concurrent|parallel|simultaneous)(?:\s+(?:requests|clients|users|connections))?" + _Z
     + r"|" + _A + r"(\d{1,5})\s*(?:clients|users)" + _Z
