@@ -287,12 +287,14 @@ def capacity_verdict(question: str | None, diagnosis: Diagnosis) -> Msg | None:
     from ..schema.message import msg, q
 
     e = diagnosis.expected
-    if e is not None and e.fits is None and len(e.fits_by_length) == 3 and question and _HOW_MANY.search(question) and e.kv_cache_tokens:
+    if e is None or not question or not _HOW_MANY.search(question) or not e.kv_cache_tokens:
+        return None
+    if e.fits is None:  # no request length: the count at three lengths
+        if len(e.fits_by_length) != 3:
+            return None
         (la, a), (lb, b), (lc, c) = e.fits_by_length
         return msg("verdict.capacity_lengths", kv=q(e.kv_cache_tokens, "tokens"), per_token=q(e.kv_kib_per_token, "KiB"),
                    a=q(a, "requests"), la=q(la, "tokens"), b=q(b, "requests"), lb=q(lb, "tokens"), c=q(c, "requests"), lc=q(lc, "tokens"))
-    if e is None or e.fits is None or not question or not _HOW_MANY.search(question) or not e.kv_cache_tokens:
-        return None
     if any(r.id == "reason.kv_fit" for f in leading(diagnosis) for r in f.reasons):
         return None  # the leading finding says it, with the clients that wait
     speed = msg("verdict.capacity_speed", batch=e.full_batch, speed=q(e.full_batch_tok_s, "tok/s"), total=q(round(e.full_batch * e.full_batch_tok_s), "tok/s")) if e.full_batch and e.full_batch_tok_s else ""
@@ -316,9 +318,7 @@ def question_verdict(question: str | None, diagnosis: Diagnosis) -> tuple[str | 
     if said is None and (kind := asked_expectation(question)) is not None:
         said = expectation_verdict(kind, diagnosis)
         return None, said if said is not None else agreement_verdict(diagnosis)
-    top = diagnosis.findings[0] if diagnosis.findings else None
-    explained = top is not None and top.confidence >= LIKELY and computed(top)  # a figure of its own explains the speed: it opens
-    if said is None and diagnosis.stated_speed is not None and question and not explained:
+    if said is None and diagnosis.stated_speed is not None and question and not computed_lead(diagnosis):
         # "60 tok/s, why so slow?", "怎么优化": the speed stated beside the model's answers first, as for
         # "is it normal?" (a new user's find: only "normal?" got the figure, "why?" a generic paragraph)
         said = expectation_verdict("why", diagnosis)
@@ -336,7 +336,7 @@ def agreement_verdict(diagnosis: Diagnosis) -> Msg | None:
     predicts" when a measured point is (the figures, then what the model leaves out)."""
     from ..schema.message import msg, q
 
-    if diagnosis.findings and diagnosis.findings[0].confidence >= 0.5 and computed(diagnosis.findings[0]):
+    if computed_lead(diagnosis):
         return None
     d = diagnosis.disagreement
     if d is not None:
@@ -514,6 +514,13 @@ def leading(diagnosis: Diagnosis) -> list[Finding]:
     return [f for i, f in enumerate(diagnosis.findings) if i == 0 or top - f.confidence < UNDECIDED_MARGIN]
 
 
+def computed_lead(diagnosis: Diagnosis) -> bool:
+    """The first finding is likely (LIKELY) and rests on figures computed for this deployment: it
+    explains what was seen, so it opens (before a stated speed's comparison, a topic's weaker
+    finding, or the model-agreement verdict)."""
+    return bool(diagnosis.findings) and diagnosis.findings[0].confidence >= LIKELY and computed(diagnosis.findings[0])
+
+
 def computed(f: Finding) -> bool:
     """The finding rests on figures the performance model or a measurement computed for this
     deployment (not on words alone): its mechanism answers "why" with the user's own numbers."""
@@ -547,8 +554,7 @@ def direct_reply(question: str | None, diagnosis: Diagnosis) -> Reply:
     # with none of a topic's own reasons found, an unlikely finding of the topic does not open before a
     # likely first one computed for this deployment (a pasted stats log: 256 running at the default cap,
     # 0.78, opened "likeliest cause (4%): queueing" for "why is throughput low?")
-    first_likely = bool(diagnosis.findings) and diagnosis.findings[0].confidence >= LIKELY and computed(diagnosis.findings[0])
-    standing = [f for f in eligible if f.confidence >= LIKELY] if first_likely else eligible
+    standing = [f for f in eligible if f.confidence >= LIKELY] if computed_lead(diagnosis) else eligible
     for topic in asked:
         wanted, causes = ANSWERS[topic]
         found = [(wanted.index(r.id), f, r) for f in eligible for r in f.reasons if r.id in wanted]

@@ -180,8 +180,13 @@ def blocks_from_kv_tokens(kv_tokens: int, max_model_len: int, block_size: int) -
     return guess
 
 
+def weight_format(model: ModelSpec, quantization: str | None, dtype: str | None) -> str:
+    """The weights' format as WEIGHT_BYTES keys it: the quantisation, else the dtype given, else the model's."""
+    return (quantization or dtype or model.dtype or "bfloat16").lower()
+
+
 def weight_bytes_per_param(model: ModelSpec, quantization: str | None, dtype: str | None) -> float:
-    key = (quantization or dtype or model.dtype or "bfloat16").lower()
+    key = weight_format(model, quantization, dtype)
     if key not in WEIGHT_BYTES:
         return 2.0
     return WEIGHT_BYTES[key]
@@ -195,8 +200,7 @@ def weight_bytes(model: ModelSpec, quantization: str | None, dtype: str | None) 
     if bpp >= UNQUANTISED_BYTES:
         return model.weight_bytes(bpp)
     parts = model.param_breakdown()
-    key = (quantization or dtype or model.dtype or "").lower()
-    if key in EXPERTS_ONLY_FORMATS and parts["routed_experts"]:
+    if weight_format(model, quantization, dtype) in EXPERTS_ONLY_FORMATS and parts["routed_experts"]:
         quantised = parts["routed_experts"]
     else:
         quantised = model.total_params - parts["embedding"] - parts["lm_head"] - parts["norms"] - parts["vision"] - model.router_params
@@ -212,7 +216,7 @@ def replicated_bytes_per_gpu(model: ModelSpec, quantization: str | None, dtype: 
     if tp <= 1:
         return 0.0
     bpp = weight_bytes_per_param(model, quantization, dtype)
-    quantised_bpp = bpp if (quantization or dtype or model.dtype or "").lower() not in EXPERTS_ONLY_FORMATS else UNQUANTISED_BYTES
+    quantised_bpp = bpp if weight_format(model, quantization, dtype) not in EXPERTS_ONLY_FORMATS else UNQUANTISED_BYTES
     share = 1.0 - 1.0 / tp  # a replicated part already counts 1/TP of itself in the split weights
     layers = model.num_layers / pp
     extra = 0.0
