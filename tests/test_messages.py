@@ -51,10 +51,22 @@ def test_rendering_is_typed_and_localised():
     assert "5.11 个请求" in zh and "327,120 个 token" in zh and "个并发客户端" in zh
     assert render(m, "zh-CN") == zh and render(m, "fr") == en  # unknown languages fall back to English
     nested = msg("effect.model", parts=[msg("effect.kv", before=q(327120, "tokens"), after=q(654256, "tokens")), msg("effect.point", load="c=100", changes=[msg("effect.running", before=q(5.02, "requests"), after=q(9.97, "requests"))])])
-    assert render(nested, "zh") == "KV 缓存 327,120 个 token → 654,256 个 token；c=100：运行中 5.02 个请求 → 9.97 个请求"
+    assert render(nested, "zh") == "KV 缓存 327,120 个 token → 654,256 个 token；并发 100：运行中 5.02 个请求 → 9.97 个请求"
+    assert "c=100: " in render(nested, "en")  # English keeps the benchmark tools' own label
     assert text("en", "since.new", t="kv_capacity", c=0.78) == "new: The KV cache holds too few requests of this length (confidence 78%)"
 
 
 @pytest.mark.parametrize("value,shown", [(327120, "327,120"), (5.11125, "5.11"), (38.2037, "38.2"), (0.01234, "0.0123"), (2000.0, "2,000"), (float("inf"), "∞")])
 def test_one_number_formatter(value, shown):
     assert fmt_number(value) == shown
+
+
+@pytest.mark.parametrize("label,zh", [("c=32", "并发 32"), ("rate=2/s", "每秒 2 个请求"), ("c=100 rate=2/s", "并发 100，每秒 2 个请求"), ("rate=inf", "不限速率"), ("run 3", "第 3 组"), ("burst", "burst")])
+def test_a_load_label_is_worded_in_chinese(label, zh):
+    """A Chinese answer says "并发 32", not the benchmark tools' "c=32" (a reviewer's find); a label of
+    another shape is shown as written."""
+    from vllm_advisor.messages import load_text
+
+    assert load_text("zh", label) == zh
+    assert render(msg("verdict.expect_load", load=label, decode=q(9, "tok/s"), tpot=q(111, "ms"), ttft=q(3906, "ms"), throughput=q(237, "tok/s"),
+                      running=q(26.9, "requests"), single=q(41.2, "tok/s"), release_part="", single_ttft=q(2590, "ms")), "zh").startswith(f"按这套部署建模，在{zh} 时")

@@ -519,8 +519,36 @@ def test_client_counts_are_not_read_from_rates_or_settings(text, concurrency):
     ("ISL 1024 OSL 512", (1024, 512)),
     ("isl=1024, osl=512", (1024, 512)),
     ("running in 2 GPUs, 8 in parallel", (None, None)),
+    # a scaled number the word before it owns ("input 1k") is skipped and the search goes on after it:
+    # "1k output" was read as the output and "output 512" never looked at (a new user's find)
+    ("input 1k output 512, 32 users", (1000, 512)),
+    ("input 1024 tokens output 512 tokens", (1024, 512)),
+    ("prompt 2k output 256", (2000, 256)),
+    ("输入 2k 输出 512", (2000, 512)),
 ])
 def test_lengths_written_as_benchmark_write_ups_give_them(text, lengths):
     """A new user's find: "1k in/512 out" was dropped, and the load went unmodelled."""
     said = read_stated_facts(text)
     assert (said.input_len, said.output_len) == lengths
+
+
+@pytest.mark.parametrize(("text", "single", "throughput", "counts_input", "per_request"), [
+    ("单个请求 60 token/s，并发 32 时吞吐 900 token/s，正常吗？", 60, 900, False, False),
+    ("A single request gets 60 tok/s; at 32 concurrent users total throughput is 900 tok/s.", 60, 900, False, False),
+    ("Single user: 45 tok/s. With 16 users: 400 tok/s total.", 45, 400, False, False),
+    ("单并发 45 tok/s，并发16 总吞吐 400 tok/s", 45, 400, False, False),
+    ("batch size 1 gives 80 tok/s", 80, None, False, False),
+    ("at 64 clients the Total Token throughput is 5000 tok/s", None, 5000, True, False),
+    # a client count before the speed in its sentence makes "单个请求" each request's at that load
+    ("并发 32 时，单个请求只有 20 token/s", None, None, False, False),
+    ("8 users, each gets 20 tok/s", None, None, False, True),
+    ("one user alone gets 80 tok/s, 10 users 30 tok/s each", 80, None, False, True),
+    # the prompt's rate is neither a request's speed nor the server's output
+    ("prefill throughput 9000 tok/s", None, None, False, False),
+])
+def test_a_speed_is_read_for_whom_the_words_say(text, single, throughput, counts_input, per_request):
+    """One request alone's speed, the whole server's output rate and each request's speed at a load are
+    told apart by the words around them (a new user's find: "单个请求 60 token/s，并发 32 时吞吐 900" compared
+    nothing with the model)."""
+    said = read_stated_facts(text)
+    assert (said.single_tok_s, said.throughput_tok_s, said.throughput_counts_input, said.per_request) == (single, throughput, counts_input, per_request)

@@ -311,14 +311,15 @@ def question_verdict(question: str | None, diagnosis: Diagnosis) -> tuple[str | 
         return None, said
     if said is None and not diagnosis.disagreement and (said := capacity_verdict(question, diagnosis)) is not None:
         return None, said
-    if said is None and diagnosis.stated_speed is None and asked_figures(question):
+    stated = diagnosis.stated_speed is not None or diagnosis.stated_throughput is not None
+    if said is None and not stated and asked_figures(question):
         said = expected_verdict(diagnosis)
         if said is not None:
             return None, said
     if said is None and (kind := asked_expectation(question)) is not None:
         said = expectation_verdict(kind, diagnosis)
         return None, said if said is not None else agreement_verdict(diagnosis)
-    if said is None and diagnosis.stated_speed is not None and question and not computed_lead(diagnosis):
+    if said is None and stated and question and not computed_lead(diagnosis):
         # "60 tok/s, why so slow?", "怎么优化": the speed stated beside the model's answers first, as for
         # "is it normal?" (a new user's find: only "normal?" got the figure, "why?" a generic paragraph)
         said = expectation_verdict("why", diagnosis)
@@ -407,11 +408,52 @@ SPEED_NEAR = 1.3
 ABOVE_CEILING = 1.1
 
 
+def throughput_verdict(kind: str, diagnosis: Diagnosis) -> Msg | None:
+    """The whole server's output rate the words state at one load beside the model's there ("并发 32 时吞吐
+    900 token/s"): far below (half, as for a benchmark file: agreement.FAR_SLOWER), below by more than the
+    model's usual error (agreement.AGREE_WITHIN), about, near the hardware's peak, or beyond it; None where
+    none was stated. A throughput, unlike one request's speed, carries no doubt over the first token's wait."""
+    from ..diagnosis.agreement import AGREE_WITHIN, FAR_SLOWER
+    from ..schema.message import msg, q
+
+    t = diagnosis.stated_throughput
+    if t is None:
+        return None
+    share = t.stated_tok_s / t.modelled_tok_s
+    args = dict(stated=q(t.stated_tok_s, "tok/s"), modelled=q(t.modelled_tok_s, "tok/s"), load=t.load, pct=f"{round(100 * share)}%",
+                what=msg("verdict.throughput_total" if t.counts_input else "verdict.throughput_output"))
+    if share < 1.0 / FAR_SLOWER:
+        return msg("verdict.throughput_below", **args)
+    if share < 1.0 - AGREE_WITHIN:  # more than the model's usual error, less than a fault that halves it
+        return msg("verdict.throughput_under", **args)
+    if share <= SPEED_NEAR:
+        return msg("verdict.throughput_at" if kind == "normal" else "verdict.throughput_at_why", **args)
+    if t.ceiling_tok_s and t.stated_tok_s > ABOVE_CEILING * t.ceiling_tok_s:
+        return msg("verdict.throughput_above_ceiling", **args, ceiling=q(t.ceiling_tok_s, "tok/s"))
+    if t.ceiling_tok_s:
+        return msg("verdict.throughput_near_ceiling", **args, ceiling=q(t.ceiling_tok_s, "tok/s"))
+    return None
+
+
 def expectation_verdict(kind: str, diagnosis: Diagnosis) -> Msg | None:
     """The reply to "is this normal?" (``kind`` "normal") or "is my setup wrong?" ("setup"): a stated speed
-    beside the model's first, else the leading finding's kind, hedged under one half of confidence (the
-    fitted ranking's) unless figures computed for this deployment carry it. "why" (a stated speed with any
-    other question: "why so slow?") gets the speed's comparison only, never a yes or no on a cause."""
+    (one request's, the whole server's at a load, or both) beside the model's first, else the leading
+    finding's kind (``_finding_verdict``). Where both speeds were stated each is compared without a yes
+    or no of its own ("why"): one may be what the hardware does and the other not."""
+    from ..schema.message import msg
+
+    throughput = diagnosis.stated_throughput
+    both = throughput is not None and diagnosis.stated_speed is not None
+    speed = _speed_verdict("why" if both else kind, diagnosis)
+    total = throughput_verdict("why" if both else kind, diagnosis)
+    if speed is not None and total is not None:
+        return msg("verdict.pair", first=speed, second=total)
+    return speed or total or _finding_verdict(kind, diagnosis)
+
+
+def _speed_verdict(kind: str, diagnosis: Diagnosis) -> Msg | None:
+    """A per-request speed the words state beside the model's (``expectation_verdict``'s kinds); None
+    where none was stated or it falls between the bounds that say either."""
     from ..schema.message import msg, q
 
     speed = diagnosis.stated_speed
@@ -438,6 +480,15 @@ def expectation_verdict(kind: str, diagnosis: Diagnosis) -> Msg | None:
             return msg(f"verdict.{plain}_above_ceiling", **args, ceiling=q(ceiling, "tok/s"))
         if ceiling:  # above the model's typical efficiency, under the hardware's peak: a fast, healthy server
             return msg(f"verdict.{kind}_near_ceiling", **args, ceiling=q(ceiling, "tok/s"))
+    return None
+
+
+def _finding_verdict(kind: str, diagnosis: Diagnosis) -> Msg | None:
+    """The leading finding's kind (a setting, what the hardware does, the release, the measurement),
+    hedged under one half of confidence (the fitted ranking's) unless figures computed for this
+    deployment carry it; "why" (a stated speed with any other question: "why so slow?") gets none."""
+    from ..schema.message import msg
+
     if not diagnosis.findings or kind == "why":  # "why?" is answered by the figures, not by a yes or no on a cause
         return None
 

@@ -11,7 +11,7 @@ figures would agree by construction.
 from __future__ import annotations
 
 from ..schema import BenchmarkRun
-from ..schema.finding import ExpectedFigures, ModelAgreement, StatedSpeed
+from ..schema.finding import ExpectedFigures, ModelAgreement, StatedSpeed, StatedThroughput
 from .inputs import DiagnosisInputs
 
 #: Measured within this share of the prediction counts as agreeing (the model's held-out median error
@@ -146,9 +146,10 @@ def stated_speed(inputs: DiagnosisInputs) -> StatedSpeed | None:
     count above one (then the speed at that load, ``_stated_at_load``); a KV cache short of the default max_model_len does not matter here."""
     said = inputs.stated
     engine = inputs.engine
-    if not said.request_tok_s or engine is None or _files_measured(inputs):
+    alone = said.single_tok_s or said.request_tok_s
+    if not alone or engine is None or _files_measured(inputs):
         return None
-    if any(c > 1 for c in said.concurrency):
+    if not said.single_tok_s and any(c > 1 for c in said.concurrency):
         return _stated_at_load(inputs)
     single = _single_request(inputs)
     if single is None:
@@ -158,8 +159,27 @@ def stated_speed(inputs: DiagnosisInputs) -> StatedSpeed | None:
     with engine.efficiency(ceiling_efficiency(engine.step.eff)):
         ceiling = _single_request(inputs)
     release_tok_s, release = _on_measured_release(inputs, single[0])
-    return StatedSpeed(stated_tok_s=said.request_tok_s, modelled_tok_s=single[0], context_tokens=single[1], ceiling_tok_s=ceiling[0] if ceiling else None,
+    return StatedSpeed(stated_tok_s=alone, modelled_tok_s=single[0], context_tokens=single[1], ceiling_tok_s=ceiling[0] if ceiling else None,
                        release_tok_s=release_tok_s, release=release)
+
+
+def stated_throughput(inputs: DiagnosisInputs) -> StatedThroughput | None:
+    """The whole server's output rate the words state at one client count ("并发 32 时吞吐 900 token/s"),
+    beside the model's at that load, at its sourced efficiency and at the hardware's peak: None where no
+    such rate was stated, a benchmark file was given (its figures say more) or that load was not modelled."""
+    said = inputs.stated
+    if not said.throughput_tok_s or len(said.concurrency) != 1 or _files_measured(inputs):
+        return None
+    clients = said.concurrency[0]
+    run = next((r for r in inputs.predicted if not r.calibrated and not r.ceiling and r.offered_concurrency == clients), None)
+    best = next((r for r in inputs.ceiling if r.offered_concurrency == clients), None)
+    if run is None or not run.output_throughput_tok_s:
+        return None
+    # vLLM bench's "Total Token throughput" counts each request's prompt with its output
+    scale = (inputs.input_len + inputs.output_len) / inputs.output_len if said.throughput_counts_input else 1.0
+    ceiling = best.output_throughput_tok_s * scale if best is not None and best.output_throughput_tok_s else None
+    return StatedThroughput(stated_tok_s=said.throughput_tok_s, modelled_tok_s=round(run.output_throughput_tok_s * scale, 1), load=run.load_label,
+                            counts_input=said.throughput_counts_input, ceiling_tok_s=round(ceiling, 1) if ceiling else None)
 
 
 def expected_figures(inputs: DiagnosisInputs) -> ExpectedFigures | None:

@@ -32,7 +32,7 @@ MODELLED_EFFECT = 2.0
 
 
 def diagnose(inputs: DiagnosisInputs, *, with_effects: bool = True) -> Diagnosis:
-    from .agreement import expected_figures, model_agreement, model_disagreement, stated_speed
+    from .agreement import expected_figures, model_agreement, model_disagreement, stated_speed, stated_throughput
 
     board = Board()
     for detector in DETECTORS:
@@ -59,6 +59,7 @@ def diagnose(inputs: DiagnosisInputs, *, with_effects: bool = True) -> Diagnosis
         agreement=model_agreement(inputs),
         disagreement=model_disagreement(inputs),
         stated_speed=stated_speed(inputs),
+        stated_throughput=stated_throughput(inputs),
         expected=expected_figures(inputs),
     )
 
@@ -327,8 +328,12 @@ def stated_facts(said) -> list[Msg]:
             out.append(msg(f"stated.{kind}", tokens=q(tokens, "tokens")))
     if said.concurrency:
         out.append(msg("stated.concurrency", clients=", ".join(str(c) for c in said.concurrency)))
-    if said.request_tok_s:
+    if said.request_tok_s and said.request_tok_s != said.single_tok_s:
         out.append(msg("stated.speed", speed=q(said.request_tok_s, "tok/s")))
+    if said.single_tok_s:
+        out.append(msg("stated.single_speed", speed=q(said.single_tok_s, "tok/s")))
+    if said.throughput_tok_s and said.concurrency:
+        out.append(msg("stated.throughput_total" if said.throughput_counts_input else "stated.throughput", speed=q(said.throughput_tok_s, "tok/s"), load=f"c={said.concurrency[0]}"))
     for name, value in said.flags.items():  # a flag and its value: names, worded in no language
         out.append(msg("stated.flag", flag="--" + name.replace("_", "-"), value=str(value)))
     return out

@@ -512,16 +512,6 @@ def _logs_within_benchmarks(inputs: DiagnosisInputs) -> None:
 #: catalog/vllm-h200.yaml; an unknown release's overheads and a hand-written GPU name differ more).
 NEAR_FIT = 0.9
 
-#: Words that make a speed stated at many clients each request's ("8 users, each gets 20 tok/s", "每个请求 20 token/s").
-#: The words must stand by the speed ("per request" also describes lengths: "1000 input tokens per request").
-_RATE = r"\d[\d.]*\s*(?:tok(?:en)?s?\s*/\s*(?:s|sec|秒)|t/s|tokens?\s+per\s+second)"
-PER_REQUEST = re.compile(
-    r"(?:\beach\s+(?:request|user|client|stream|sequence|one|of them)?\s*(?:gets?|got|sees?|decodes?|generates?|only|runs?)\b|\bper[- ](?:request|user|client|stream|sequence)\b"
-    r"|每(?:个|一个|路|条)?(?:请求|用户|并发|客户端|流))[^.;,。；，\n]{0,24}?" + _RATE
-    + r"|" + _RATE + r"\s*(?:each|per[- ](?:request|user|client|stream|sequence))\b",
-    re.IGNORECASE,
-)
-
 #: Deployment fields the user's words may fill (beside the TP flag and the workload).
 WORDS_FILL = ("model", "gpu", "num_gpus", "vllm_version", "quantization")
 
@@ -563,9 +553,14 @@ def facts_from_words(inputs: DiagnosisInputs) -> StatedFacts:
     if flags:  # "max-model-len 设成 128K": a setting the serve command and the flags left unsaid
         used["flags"] = flags
     loaded = any(c > 1 for c in said.concurrency) or bool(w and (w.concurrency or 0) > 1)
-    if said.request_tok_s and vllm_only and (not loaded or PER_REQUEST.search(inputs.prose)):  # "生成速度只有 8 token/s": set beside the model's (diagnosis/agreement.py);
+    if vllm_only and said.single_tok_s:  # "单个请求 60 token/s，并发 32 时吞吐 900": one request alone's, whatever the load
+        used["single_tok_s"] = said.single_tok_s
+    if vllm_only and said.throughput_tok_s and len(said.concurrency) == 1:  # the whole server's, at the one load named
+        used["throughput_tok_s"], used["throughput_counts_input"] = said.throughput_tok_s, said.throughput_counts_input
+    if said.request_tok_s and vllm_only and (not loaded or said.per_request):  # "生成速度只有 8 token/s": set beside the model's (diagnosis/agreement.py);
         # at many clients ("并发一百才 500 tok/s") a figure may be the whole server's, unless the words say each request's
         used["request_tok_s"] = said.request_tok_s
+        used["per_request"] = said.per_request
     if used:
         used["reports_figures"] = said.reports_figures
     return StatedFacts(**used)

@@ -11,12 +11,14 @@ Placeholders are ``{name}`` or ``{name:spec}``. Values are formatted by type: a
 :class:`Quantity` as number + unit (units have their own ids, ``unit.requests``), a float or int by
 :func:`fmt_number`, a nested :class:`Msg` rendered in the same language, a list joined by the
 language's separator. Specs: ``cause`` (a cause id's short name), ``title`` (a cause's headline),
-``pct`` (a fraction 0-1 as a percentage), ``num`` (a bare number), any Python format spec otherwise.
+``pct`` (a fraction 0-1 as a percentage), ``num`` (a bare number), ``load`` (a load label, "c=32", in
+the language's words: "并发 32"), any Python format spec otherwise.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 import string
 from importlib import resources
 from typing import Any
@@ -78,6 +80,8 @@ class _Formatter(string.Formatter):
             return text(lang, f"cause.{value}") if has(lang, f"cause.{value}") else str(value).replace("_", " ")
         if spec == "title":
             return text(lang, f"title.{value}") if has(lang, f"title.{value}") else str(value).replace("_", " ")
+        if spec == "load":
+            return load_text(lang, str(value))
         if spec == "pct":
             return f"{100 * float(value):.0f}%"
         if spec == "num":
@@ -101,6 +105,26 @@ def render_value(language: str, value: Any) -> str:
     if isinstance(value, (list, tuple)):
         return text(language, "sep.list").join(render_value(language, v) for v in value)
     return str(value)
+
+
+_LOAD_PART = re.compile(r"c=(\d+)|rate=(inf|[\d.e+]+)(?:/s)?")
+
+
+def load_text(language: str, label: str) -> str:
+    """A load label as the benchmark tools write it ("c=32", "rate=2/s", "c=100 rate=2/s", "rate=inf",
+    "run 3") in the reader's words ("并发 32"); a label of another shape is shown as written."""
+    run = re.fullmatch(r"run (\d+)", label)
+    if run is not None:
+        return text(language, "load.run", n=int(run.group(1)))
+    parts = []
+    for piece in label.split():
+        m = _LOAD_PART.fullmatch(piece)
+        if m is None:
+            return label
+        clients, rate = m.groups()
+        parts.append(text(language, "load.clients", n=int(clients)) if clients
+                     else text(language, "load.unlimited") if rate == "inf" else text(language, "load.rate", rate=fmt_number(float(rate))))
+    return text(language, "load.join").join(parts) if parts else label
 
 
 def text(language: str, id: str, **params: Any) -> str:

@@ -242,8 +242,12 @@ def _lengths(pattern: re.Pattern[str], text: str, kind: str) -> dict[str, int | 
     named with two different lengths), from one scan of the text; a number another word owns is skipped."""
     found: dict[str, list[int | None]] = {}
     windows: dict[str, list[int | None]] = {}
-    for m in pattern.finditer(text):
+    pos = 0
+    while (m := pattern.search(text, pos)) is not None:
+        pos = m.end()
         if _owner(text, _number_start(m)) not in (None, kind):
+            # "input 1k output 512": "1k output" is the input's number; "output 512" is read next
+            pos = m.end(next(i for i in range(1, (m.re.groups or 0) + 1) if m.group(i) is not None))
             continue
         into = windows if _WINDOW.search(m.group(0)) or _WINDOW_AFTER.match(text, m.end()) else found
         into.setdefault(_unit(text, m), []).append(_tokens(*_pair(m)))
@@ -429,6 +433,75 @@ def _request_speed(text: str) -> float | None:
     return speed if speed is not None and 0 < speed <= 100_000 else None  # "0 tok/s" is a stall, not a speed
 
 
+#: Words that make a speed stated at many clients each request's ("8 users, each gets 20 tok/s", "每个请求 20 token/s").
+#: The words must stand by the speed ("per request" also describes lengths: "1000 input tokens per request").
+_RATE = r"\d[\d.]*\s*(?:tok(?:en)?s?\s*/\s*(?:s|sec|秒)|t/s|tokens?\s+per\s+second)"
+PER_REQUEST = re.compile(
+    r"(?:\beach\s+(?:request|user|client|stream|sequence|one|of them)?\s*(?:gets?|got|sees?|decodes?|generates?|only|runs?)\b|\bper[- ](?:request|user|client|stream|sequence)\b"
+    r"|每(?:个|一个|路|条)?(?:请求|用户|并发|客户端|流))[^.;,。；，\n]{0,24}?" + _RATE
+    + r"|" + _RATE + r"\s*(?:each|per[- ](?:request|user|client|stream|sequence))\b",
+    re.IGNORECASE,
+)
+
+#: Words that a speed is the whole server's: output throughput ("吞吐 900 token/s", "total throughput",
+#: "900 tok/s in total"); the prompt's or the prefill's rate is neither this nor a request's.
+_THROUGHPUT_BEFORE = re.compile(r"(?:吞吐|throughput|total|aggregate|overall|combined|总|合计|整体|一共)(?![^\d]*(?:prefill|prompt|预填充|输入))[^\d]{0,16}$", re.IGNORECASE)
+_THROUGHPUT_AFTER = re.compile(r"\s*(?:in\s+total|total|overall|combined|aggregate|总共|合计|总吞吐)", re.IGNORECASE)
+#: vLLM bench's "Total Token throughput" and words like it count prompt tokens with the output
+_COUNTS_INPUT = re.compile(r"total\s+tokens?\s+throughput|input\s*\+\s*output|in\s*\+\s*out|prompt\s*\+\s*(?:output|generation)|输入\s*[+加]\s*输出|总\s*token\s*吞吐", re.IGNORECASE)
+_PREFILL_WORD = re.compile(r"prefill|prompt|预填充|输入|input", re.IGNORECASE)
+#: A speed said of one request alone ("a single request gets 60 tok/s", "单个请求 60 token/s", "单并发
+#: 45 tok/s", "batch size 1"): only where no client count above one comes before it in its sentence
+#: ("并发 32 时，单个请求只有 20 token/s" is each request's at 32).
+_SINGLE = re.compile(
+    r"\b(?:single|one|1)\s+(?:request|user|client|stream|sequence|concurrent\s+(?:request|user|client))\b(?!s)|\balone\b|\bby itself\b"
+    r"|\bbatch[-_ ]?size\s*(?:of|=|:)?\s*1\b(?!\.\d)|\bbs\s*=\s*1\b|\bconcurrency\s*(?:of|=|:)?\s*1\b(?![.\d])|\bc\s*=\s*1\b(?![.\d])"
+    r"|单(?:个|条|路)?(?:请求|用户|并发|路|流)|一个请求|1\s*个请求|并发\s*(?:数|度)?\s*(?:为|是|=|:|：)?\s*1(?![\d.])|1\s*(?:个|路)?\s*并发",
+    re.IGNORECASE,
+)
+#: A sentence ends at these; a clause (of a sentence) also at commas.
+_SENTENCE_END = re.compile(r"[。！？!?;；\n]|\.(?!\d)")
+_CLAUSE_END = re.compile(r"[，,、]")
+
+
+def _sentence_start(text: str, at: int) -> int:
+    ends = [m.end() for m in _SENTENCE_END.finditer(text, 0, at)]
+    return ends[-1] if ends else 0
+
+
+def _clause(text: str, at: int) -> tuple[int, int]:
+    """The clause around position ``at``: from the last comma or sentence end before it to the next."""
+    start = max(_sentence_start(text, at), *(m.end() for m in _CLAUSE_END.finditer(text, 0, at)), 0)
+    after = [m.start() for m in (_SENTENCE_END.search(text, at), _CLAUSE_END.search(text, at)) if m is not None]
+    return start, min(after) if after else len(text)
+
+
+def _speed_roles(text: str, loads: list[tuple[int, int]]) -> tuple[float | None, float | None, bool]:
+    """(one request alone's speed, the whole server's output rate, whether that rate counts prompt
+    tokens too) the words state: each one figure (two different ones: none). ``loads``: (position,
+    clients) of each client count read in ``text``."""
+    single, throughput, counts_input = [], [], False
+    for m in _SPEED.finditer(text):
+        value = float(m.group(1))
+        if not 0 < value <= 100_000:
+            continue
+        before = text[max(0, m.start() - 24) : m.start()]
+        clause = _clause(text, m.start())
+        if _THROUGHPUT_BEFORE.search(before) or _THROUGHPUT_AFTER.match(text, m.end()):
+            if not _PREFILL_WORD.search(text[max(clause[0], m.start() - 24) : m.start()]):
+                throughput.append(value)
+                counts_input = counts_input or bool(_COUNTS_INPUT.search(text[clause[0] : m.end() + 8]))
+            continue
+        if _AGGREGATE.search(text[max(0, m.start() - 16) : m.start()]):
+            continue
+        marked = _SINGLE.search(text, clause[0], clause[1])
+        loaded_before = any(_sentence_start(text, m.start()) <= at < m.start() and clients > 1 for at, clients in loads)
+        loaded_here = any(clause[0] <= at < clause[1] and clients > 1 for at, clients in loads)
+        if marked and not loaded_before and not loaded_here:
+            single.append(value)
+    return _one(single), _one(throughput), counts_input
+
+
 def read_stated_facts(text: str | None) -> StatedFacts:
     """The deployment facts ``text`` names unambiguously (empty when it names none)."""
     text = (text or "")[:MAX_CHARS]
@@ -468,8 +541,10 @@ def read_stated_facts(text: str | None) -> StatedFacts:
     if num_gpus is None and tp is not None and not any(counts):
         num_gpus = tp
     said = _arabic(masked)
-    concurrency = sorted({int(g) for m in _CONCURRENCY.finditer(said) for i, g in enumerate(m.groups(), start=1)
-                          if g and _owner(said, m.start(i)) in (None, "concurrency")} - {0})
+    loads = [(m.start(i), int(g)) for m in _CONCURRENCY.finditer(said) for i, g in enumerate(m.groups(), start=1)
+             if g and _owner(said, m.start(i)) in (None, "concurrency")]
+    concurrency = sorted({clients for _, clients in loads} - {0})
+    single_tok_s, throughput_tok_s, counts_input = _speed_roles(said, loads)
     inputs, outputs = _lengths(_INPUT, said, "input"), _lengths(_OUTPUT, said, "output")
     return StatedFacts(
         model=_model(text),
@@ -488,6 +563,10 @@ def read_stated_facts(text: str | None) -> StatedFacts:
         flags=_flags(text),
         quantization=_quantization(text),
         request_tok_s=_request_speed(text),
+        single_tok_s=single_tok_s,
+        throughput_tok_s=throughput_tok_s,
+        throughput_counts_input=counts_input and throughput_tok_s is not None,
+        per_request=bool(PER_REQUEST.search(text)),
     )
 
 

@@ -184,6 +184,23 @@ class StatedSpeed(BaseModel):
     modelled_output_tok_s: float | None = None
 
 
+class StatedThroughput(BaseModel):
+    """The whole server's output rate the user's words state at one client count, beside the performance
+    model's at that load (diagnosis/agreement.py): "900 tok/s at 32 clients, normal?" answered from what
+    the deployment's batch does there."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    stated_tok_s: float
+    #: the model's output tokens a second at that load (prompt tokens added where ``counts_input``)
+    modelled_tok_s: float
+    load: str
+    #: the stated figure counts prompt tokens too (vLLM bench's "Total Token throughput")
+    counts_input: bool = False
+    #: the same load with every kernel at the hardware's peak: the most this deployment can give
+    ceiling_tok_s: float | None = None
+
+
 class Diagnosis(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -201,6 +218,8 @@ class Diagnosis(BaseModel):
     disagreement: ModelAgreement | None = None
     #: a single-request speed the words state, beside the model's (None: none stated, or not modelled)
     stated_speed: StatedSpeed | None = None
+    #: the whole server's output rate the words state at one load, beside the model's (None: none stated, or not modelled)
+    stated_throughput: StatedThroughput | None = None
     #: what the model expects of the deployment (None: not modelled, or measured runs say more)
     expected: ExpectedFigures | None = None
 

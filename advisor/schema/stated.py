@@ -19,6 +19,15 @@ class StatedFacts(BaseModel):
     #: a per-request speed the words state ("生成速度只有 8 token/s", "11 tok/s for one request"): one
     #: figure with a tokens-per-second unit and no throughput word before it
     request_tok_s: float | None = Field(None, gt=0, le=100_000)
+    #: the words say that speed is each request's even at many clients ("8 users, each gets 20 tok/s")
+    per_request: bool = False
+    #: a speed said of one request alone ("a single request gets 60 tok/s", "单个请求 60 token/s") even
+    #: where a load is named after it ("..., at 32 clients 900 tok/s in total")
+    single_tok_s: float | None = Field(None, gt=0, le=100_000)
+    #: the whole server's output rate the words state ("吞吐 900 token/s", "total throughput 900 tok/s"),
+    #: and whether it counts prompt tokens too (vLLM bench's "Total Token throughput")
+    throughput_tok_s: float | None = Field(None, gt=0, le=10_000_000)
+    throughput_counts_input: bool = False
     #: the weights' format the words name ("GPTQ 4bit", "an AWQ checkpoint"), as vLLM's --quantization spells it
     quantization: str | None = None
     input_len: int | None = Field(None, ge=1, le=MAX_TOKENS)
@@ -38,4 +47,4 @@ class StatedFacts(BaseModel):
 
     def empty(self) -> bool:
         """Nothing read that a field of the deployment or workload could take."""
-        return not any(getattr(self, name) for name in type(self).model_fields if name != "reports_figures")
+        return not any(getattr(self, name) for name in type(self).model_fields if name not in ("reports_figures", "per_request", "throughput_counts_input"))
