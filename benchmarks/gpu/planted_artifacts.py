@@ -25,6 +25,7 @@ import gzip
 import json
 import math
 import re
+import shlex
 import statistics
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -129,7 +130,8 @@ def snapshots(run_dir: Path) -> dict[str, str]:
 
 
 def typed_command(server: dict, model: str) -> str:
-    """The serve command as a user would type it: the catalog model's name, no harness-only flags."""
+    """The serve command as a user would type it: the catalog model's name, no harness-only flags,
+    each argument shell-quoted where it needs it (a JSON value such as --speculative-config's)."""
     cmd = server["command"]
     args = cmd[cmd.index("serve") + 2:]
     kept, skip = [], 0
@@ -141,7 +143,7 @@ def typed_command(server: dict, model: str) -> str:
             skip = HARNESS_FLAGS[a]
             continue
         kept.append(a)
-    return " ".join(["vllm", "serve", model, *kept])
+    return shlex.join(["vllm", "serve", model, *kept])
 
 
 def gpu_name(results: dict) -> str:
