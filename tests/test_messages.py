@@ -69,4 +69,4 @@ def test_a_load_label_is_worded_in_chinese(label, zh):
 
     assert load_text("zh", label) == zh
     assert render(msg("verdict.expect_load", load=label, decode=q(9, "tok/s"), tpot=q(111, "ms"), ttft=q(3906, "ms"), throughput=q(237, "tok/s"),
-                      running=q(26.9, "requests"), single=q(41.2, "tok/s"), release_part="", single_ttft=q(2590, "ms")), "zh").startswith(f"按这套部署建模，在{zh} 时")
+                      running=q(26.9, "requests"), single=q(41.2, "tok/s"), release_part="", single_ttft=q(2590, "ms")), "zh").startswith(f"按这套部署建模，在{zh}时")

@@ -48,23 +48,26 @@ ANSWERS: dict[Topic, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("chunked_prefill_interference", "decode_bandwidth", "tp_comm", "cpu_frontend", "detokenize", "spec_decode", "cuda_graph", "preemption"),
     ),
     "no_change_with_load": (
-        ("reason.kv_fit", "reason.same_speed", "reason.queue_beyond_fit", "reason.max_num_seqs_over"),
+        ("reason.kv_fit", "reason.kv_fit_clients", "reason.kv_fit_clients_min", "reason.same_speed", "reason.queue_beyond_fit", "reason.max_num_seqs_over"),
         ("kv_capacity", "queueing", "max_num_seqs_limit", "preemption", "batched_tokens_limit"),
     ),
     "throughput": (
-        ("reason.throughput_formula_running", "reason.throughput_formula", "reason.kv_fit", "reason.batched_chunks"),
+        ("reason.throughput_formula_running", "reason.throughput_formula", "reason.kv_fit", "reason.kv_fit_clients", "reason.kv_fit_clients_min", "reason.batched_chunks"),
         ("benchmark_methodology", "kv_capacity", "batched_tokens_limit", "queueing"),
     ),
     "first_token": (
-        ("reason.prefill_compute", "reason.burst_rate", "reason.queue_beyond_fit", "reason.identical_prompts", "reason.attention", "reason.batched_chunks_ttft"),
+        # clients beyond what the KV cache holds wait seconds for room: that, and the setting that shrank the
+        # cache, before the prompt's own prefill (a 0.2 s floor opened the reply to a 16 s TTFT, 36 of 48 waiting)
+        ("reason.kv_fit_clients", "reason.kv_fit_clients_min", "reason.memory_fraction_fit", "reason.prefill_compute", "reason.burst_rate", "reason.queue_beyond_fit", "reason.identical_prompts",
+         "reason.attention", "reason.batched_chunks_ttft"),
         ("prefill_compute", "queueing", "prefix_cache", "chunked_prefill_interference", "attention_backend"),
     ),
     "capacity": (
-        ("reason.kv_fit", "reason.kv_too_small", "reason.profiling_pass", "reason.max_num_seqs_over"),
+        ("reason.kv_fit", "reason.kv_fit_clients", "reason.kv_fit_clients_min", "reason.memory_fraction_fit", "reason.kv_too_small", "reason.profiling_pass", "reason.max_num_seqs_over"),
         ("kv_capacity", "memory_config", "max_num_seqs_limit", "preemption"),
     ),
     "config": (
-        ("reason.batched_chunks", "reason.batched_chunks_ttft", "reason.max_num_seqs_over", "reason.profiling_pass", "reason.cuda_graph_off", "reason.spec_decode"),
+        ("reason.batched_chunks", "reason.batched_chunks_ttft", "reason.memory_fraction_fit", "reason.max_num_seqs_over", "reason.profiling_pass", "reason.cuda_graph_off", "reason.spec_decode"),
         ("batched_tokens_limit", "max_num_seqs_limit", "memory_config", "cuda_graph", "spec_decode", "kv_quant"),
     ),
 }
@@ -99,7 +102,9 @@ _EMBEDDED_ZH = re.compile(r"(检查|确认|看看|看一下|查看|判断|排查
 #: broken on this build?" and "Is this a regression in v0.28.0?" got no verdict line).
 _CAUSAL = re.compile(
     r"\b(caus\w*|reasons?|because|due to|responsible|blame|culprit|bottleneck|behind|matters?|regress\w*|broken|bug(?:s|gy)?|hurt\w*"
-    r"|slow\w*\s+(?:\w+\s+)?down|the\s+(?:problem|issue))\b|导致|引起|造成|原因|因为|的问题|的锅|瓶颈|引发|影响|坏了|缺陷|拖慢|有问题",
+    r"|slow\w*\s+(?:\w+\s+)?down|the\s+(?:problem|issue))\b|导致|引起|造成|原因|因为|的问题|的锅|瓶颈|引发|影响|坏了|缺陷|拖慢|有问题"
+    # "is the KV cache too small?", "KV缓存是不是太小了？": a cause named with what would make it one
+    r"|\btoo\s+(?:small|little|low|few)\b|\bnot\s+(?:big|large)\s+enough\b|\binsufficient\b|太小|太少|不够|不足",
     re.I,
 )
 _POINTING = re.compile(r"\b(this|that|it|these|those)\b|这个|这些|这|那个|它", re.I)
@@ -316,6 +321,8 @@ def question_verdict(question: str | None, diagnosis: Diagnosis) -> tuple[str | 
         said = expected_verdict(diagnosis)
         if said is not None:
             return None, said
+    if said is None and "first_token" in topics(question) and (said := ttft_verdict(diagnosis)) is not None:
+        return None, said  # "why is TTFT so high?" with a benchmark file: its figure, beside the model's, first
     if said is None and (kind := asked_expectation(question)) is not None:
         said = expectation_verdict(kind, diagnosis)
         return None, said if said is not None else agreement_verdict(diagnosis)
@@ -328,6 +335,29 @@ def question_verdict(question: str | None, diagnosis: Diagnosis) -> tuple[str | 
     if said is None:
         return None, agreement_verdict(diagnosis)
     return asked.causes[0], said
+
+
+def ttft_verdict(diagnosis: Diagnosis) -> Msg | None:
+    """The time to first token a benchmark file measured (its slowest load point) beside the model's
+    prediction at that load: about it, under it or above it (agreement.AGREE_WITHIN), or the figure
+    alone where the load was not modelled (a new user's find: "why is TTFT so high?" on a file whose
+    median was 350 ms got a cause and never the figure). None where no file gives one."""
+    from ..diagnosis.agreement import AGREE_WITHIN
+    from ..schema.message import msg, q, q_time
+
+    t = diagnosis.measured_ttft
+    if t is None:
+        return None
+    args = dict(load=t.load, median=q_time(t.median_ms, "ms"), p99=msg("verdict.ttft_p99", p99=q_time(t.p99_ms, "ms")) if t.p99_ms else "")
+    if not t.predicted_median_ms:
+        return msg("verdict.ttft_measured", **args)
+    ratio = t.median_ms / t.predicted_median_ms
+    predicted = q_time(t.predicted_median_ms, "ms")
+    if ratio > 1.0 + AGREE_WITHIN:
+        return msg("verdict.ttft_above_model", **args, predicted=predicted, ratio=q(round(ratio, 1), "x"))
+    if ratio < 1.0 - AGREE_WITHIN:
+        return msg("verdict.ttft_below_model", **args, predicted=predicted)
+    return msg("verdict.ttft_at_model", **args, predicted=predicted)
 
 
 def agreement_verdict(diagnosis: Diagnosis) -> Msg | None:

@@ -11,7 +11,7 @@ figures would agree by construction.
 from __future__ import annotations
 
 from ..schema import BenchmarkRun
-from ..schema.finding import ExpectedFigures, ModelAgreement, StatedSpeed, StatedThroughput
+from ..schema.finding import ExpectedFigures, MeasuredTTFT, ModelAgreement, StatedSpeed, StatedThroughput
 from .inputs import DiagnosisInputs
 
 #: Measured within this share of the prediction counts as agreeing (the model's held-out median error
@@ -263,3 +263,20 @@ def _capacity(inputs: DiagnosisInputs, figures: ExpectedFigures) -> None:
     step_ms = engine.decode_step_ms(batch, decode_context(inputs))
     if step_ms and step_ms > 0:
         figures.full_batch, figures.full_batch_tok_s = batch, round(1000.0 / step_ms, 1)
+
+
+def measured_ttft(inputs: DiagnosisInputs) -> MeasuredTTFT | None:
+    """The measured load point (a benchmark file, not words) with the highest median time to first token,
+    and the model's uncalibrated prediction at the same load where it made one."""
+    runs = [m for m in inputs.measured if m.format != "observations" and m.ttft_ms is not None and (m.ttft_ms.median or m.ttft_ms.mean)]
+    if not runs:
+        return None
+    slowest = max(runs, key=lambda m: m.ttft_ms.median or m.ttft_ms.mean)
+    predicted = next((p for p in inputs.predicted if not p.calibrated and not p.ceiling and p.load_label == slowest.load_label), None)
+    p_ttft = predicted.ttft_ms if predicted is not None else None
+    return MeasuredTTFT(
+        load=slowest.load_label,
+        median_ms=round(slowest.ttft_ms.median or slowest.ttft_ms.mean, 1),
+        p99_ms=round(slowest.ttft_ms.pct(99), 1) if slowest.ttft_ms.pct(99) else None,
+        predicted_median_ms=round(p_ttft.median or p_ttft.mean, 1) if p_ttft is not None and (p_ttft.median or p_ttft.mean) else None,
+    )

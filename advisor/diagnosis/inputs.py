@@ -420,6 +420,10 @@ def gather(
                 setattr(inputs.deployment, key, getattr(from_log, key))
         for key, value in from_log.flags.items():
             inputs.deployment.flags.setdefault(key, value)
+    if inputs.deployment.model is None:  # `vllm bench serve` keeps the model it was sent to ("model_id")
+        named = {r.model for r in inputs.measured if r.model and r.format != "observations"}
+        if len(named) == 1:
+            inputs.deployment.model = named.pop()
     _counters_beyond_benchmark(inputs)
     _logs_within_benchmarks(inputs)
     if inputs.case:
@@ -534,6 +538,10 @@ def facts_from_words(inputs: DiagnosisInputs) -> StatedFacts:
     for name in WORDS_FILL:
         if getattr(dep, name) is None and getattr(said, name) is not None and vllm_only:
             used[name] = getattr(said, name)
+    if dep.model and said.model and vllm_only and _words_model_wins(dep.model, said.model):
+        # "Llama-3.1-8B on one H100" beside a log whose model is a local path the catalog lacks
+        # ("/tmp/e2e/models/llama31-8b"): the words name the model (a new user's find: no model at all)
+        used["model"] = said.model
     tp_given = dep.serve_command or any(k in dep.flags for k in ("tensor_parallel_size", "tensor-parallel-size", "tp"))
     if said.tensor_parallel_size and not tp_given and vllm_only:
         used["tensor_parallel_size"] = said.tensor_parallel_size
@@ -566,10 +574,24 @@ def facts_from_words(inputs: DiagnosisInputs) -> StatedFacts:
     return StatedFacts(**used)
 
 
+def _words_model_wins(named: str, words: str) -> bool:
+    """The model the files or the case name (``named``) is neither a catalog entry nor a readable
+    config.json, and the one the words name is a catalog entry."""
+    from ..perf.catalog.models import find_model
+
+    if find_model(named) is not None or find_model(words) is None:
+        return False
+    path = Path(named).expanduser()
+    return not (path.exists() or named.endswith(".json"))
+
+
 def _fill_from_words(inputs: DiagnosisInputs) -> None:
     """Fill what ``facts_from_words`` finds; ``inputs.stated`` keeps it, so the answer says what it read."""
     said = facts_from_words(inputs)
     dep = inputs.deployment
+    if said.model and dep.model and dep.model != said.model:
+        inputs.set_aside(typed_note("model_from_words", "model_not_in_catalog", named=dep.model, model=said.model))
+        dep.model = None
     for name in WORDS_FILL:
         if getattr(said, name) is not None:
             setattr(dep, name, getattr(said, name))

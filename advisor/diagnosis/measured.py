@@ -21,9 +21,51 @@ def detect_measured(inputs: DiagnosisInputs, board: Board) -> None:
     _metrics(inputs, board)
     _server_logs(inputs, board)
     _shared_prefix_missed(inputs, board)
+    _spec_decode_drafts(inputs, board)
     if kv_ruled_out(inputs):  # busy, the cache under KV_ROOMY_PCT, nothing waiting or preempted
         board.exclude("kv_capacity")
         board.exclude("preemption")
+
+
+#: Speculative decoding's measured acceptance (accepted / drafted tokens) under which the drafts cost more
+#: than they save: each accepted token saves one target step, each step verifies every draft token, and
+#: at 30% a five-token draft saves about 1.5 tokens a step for a step several times as wide.
+LOW_ACCEPTANCE = 0.3
+
+
+def _spec_decode_drafts(inputs: DiagnosisInputs, board: Board) -> None:
+    """What speculative decoding's own counters say: the drafter proposed nothing while tokens were
+    generated (a real H100 run of ngram on random prompts: 0 drafts, decode 46-71% slower than without
+    it), or its drafts were mostly rejected. From /metrics (vllm:spec_decode_*, present only where
+    speculative decoding is configured) or, failing that, the server log's "SpecDecoding metrics" lines."""
+    drafted = accepted = generated = 0.0
+    source = None
+    for summary in inputs.metrics_summaries:
+        for eng in summary.get("engines", []):
+            if eng.get("spec_draft_tokens") is None:
+                continue
+            source = source or (summary.get("source") or "/metrics").split("/")[-1]
+            drafted += eng.get("spec_draft_tokens") or 0.0
+            accepted += eng.get("spec_accepted_tokens") or 0.0
+            generated += eng.get("generation_tokens") or 0.0
+    if source is None:  # a log's lines say how many were drafted; one with none says nothing (no drafts, or no stats)
+        for log in inputs.server_logs:
+            if log.spec_metric_lines:
+                source = source or log.source.split("/")[-1]
+                drafted += log.spec_drafted_tokens or 0
+                accepted += log.spec_accepted_tokens or 0
+    if source is None:
+        return
+    if not drafted:
+        if generated <= 0:
+            return
+        evidence = _file(msg("ev.spec_drafted"), 0.0, "tokens", msg("detail.spec_generated", generated=q(generated, "tokens")), where=source, origin="metrics")
+        board.add("spec_decode", 3.0, evidence, reason=msg("reason.spec_no_drafts", generated=q(generated, "tokens")))
+        return
+    rate = accepted / drafted
+    evidence = _file(msg("ev.spec_acceptance"), round(100 * rate, 1), "%", msg("detail.spec_accepted", accepted=q(accepted, "tokens"), drafted=q(drafted, "tokens")), where=source, origin="metrics")
+    if rate < LOW_ACCEPTANCE:
+        board.add("spec_decode", 2.5, evidence, reason=msg("reason.spec_low_acceptance", accepted=q(accepted, "tokens"), drafted=q(drafted, "tokens"), pct=q(round(100 * rate, 1), "%")))
 
 
 #: A value that changes with every request, named in the words or the pasted prompt code: placed before
@@ -358,8 +400,9 @@ def _kv_admission(board: Board, m, kv_max_pct: float, running_max: float, waitin
     fits = 100.0 / share_pct
     if fits >= running_max + 1:
         return
-    detail = msg("detail.kv_peak", kv=q(kv_max_pct, "%"), running=float(running_max), share=q(share_pct, "%"), fits=float(round(fits, 1)), waiting=float(waiting_max))
-    board.add("kv_capacity", 3.0, m(msg("ev.kv_fits_length"), round(fits, 1), "requests", detail=detail))
+    whole = float(math.floor(fits + 1e-9))  # requests are whole: each holding 50.5% leaves room for one, not 1.98 (a new user's find)
+    detail = msg("detail.kv_peak", kv=q(kv_max_pct, "%"), running=float(running_max), share=q(share_pct, "%"), fits=whole, waiting=float(waiting_max))
+    board.add("kv_capacity", 3.0, m(msg("ev.kv_fits_length"), whole, "requests", detail=detail))
     board.add("queueing", 1.0, m(msg("ev.waiting_no_room"), float(waiting_max)))
 
 
@@ -385,6 +428,32 @@ def _raise_cap(seqs: int, usage: float | None) -> Recommendation | None:
     )
 
 
+#: Stats lines generating tokens, each with one request running and none waiting, from which a server
+#: was given one request at a time (not one idle moment between two bursts).
+ONE_AT_A_TIME_LINES = 3
+
+
+def _one_at_a_time(inputs: DiagnosisInputs, board: Board, log, lg) -> None:
+    """Every stats line of the log that generated tokens ran one request and had none waiting: the
+    server was sent one request at a time, so its throughput is one request's speed (a new user's
+    find: a gpt-oss log at "Running: 1 reqs" in all 93 lines was told to turn CUDA graphs on). Left
+    out where the words themselves ask about one request alone."""
+    from .report_facts import highest_concurrency
+
+    busy = [s for s in log.stats if (s.generation_tok_s or 0) > 0 and s.running is not None]
+    if len(busy) < ONE_AT_A_TIME_LINES or any(s.running > 1 or s.waiting for s in busy):
+        return
+    if highest_concurrency(inputs) == 1 or inputs.stated.single_tok_s:  # the words ask about one request alone
+        return
+    speed = max(s.generation_tok_s for s in busy)
+    board.add(
+        "benchmark_methodology",
+        2.0,
+        lg(msg("ev.one_running_lines"), float(len(busy)), "lines"),
+        reason=msg("reason.one_at_a_time", lines=q(len(busy), "lines"), speed=q(round(speed, 1), "tok/s")),
+    )
+
+
 def _server_logs(inputs: DiagnosisInputs, board: Board) -> None:
     for log in inputs.server_logs:
         src = log.source.split("/")[-1]
@@ -401,6 +470,7 @@ def _server_logs(inputs: DiagnosisInputs, board: Board) -> None:
         if portable_attention_here(log.attention_backend, inputs):
             # vLLM runs a portable kernel where it would pick FlashAttention (set by hand, or forced by the model or dtype)
             board.add("attention_backend", 1.0, lg(msg("ev.attention_backend_logged"), log.attention_backend))
+        _one_at_a_time(inputs, board, log, lg)
         waits = [s for s in log.stats if s.waiting]
         if waits:
             full = [s for s in waits if s.kv_cache_usage_pct is not None and s.kv_cache_usage_pct >= 90]

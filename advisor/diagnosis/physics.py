@@ -77,6 +77,9 @@ def _kv_fit(inputs: DiagnosisInputs, board: Board) -> None:
         return
     length = inputs.input_len + (inputs.output_len or 0)
     fit = mem.requests_that_fit(length)
+    if not any(r.offered_concurrency for r in inputs.predicted):
+        _kv_fit_unsimulated(inputs, board, length, fit)
+        return
     over = [r for r in inputs.predicted if r.offered_concurrency and r.offered_concurrency > 1.1 * fit]
     if not over:
         return
@@ -112,6 +115,79 @@ def _kv_fit(inputs: DiagnosisInputs, board: Board) -> None:
             _model(msg("ev.running_two", lo=lo.load_label, hi=hi.load_label, a=q(round(r_lo, 1), "requests"), b=q(round(r_hi, 1), "requests"))),
             reason=msg("reason.same_speed", hi=hi.offered_concurrency, lo=lo.offered_concurrency, running=q(round(r_hi), "requests")),
         )
+
+
+def _kv_fit_unsimulated(inputs: DiagnosisInputs, board: Board, length: int, fit: float) -> None:
+    """More clients than the KV cache holds requests of this length, where no load was simulated (no
+    output length, or none measured): the count alone says how many wait ("8K prompts at 48 clients"
+    on a cache of 93,216 tokens: 11 run, 37 wait; a new user's find, the answer opened with an 0.2 s
+    prefill for a 16 s TTFT). The length is the prompt's alone when no output length is known: at
+    least that much, so at most that many fit."""
+    from .report_facts import highest_concurrency, max_num_seqs_in_effect
+
+    mem = inputs.engine.memory
+    clients = highest_concurrency(inputs)
+    if not clients or clients <= 1.1 * fit or fit < 1 or not inputs.deployment.is_vllm:
+        # fewer than one fits: the memory model misjudges a server that ran; another engine sizes its cache its own way
+        return
+    seqs = max_num_seqs_in_effect(inputs)
+    if seqs and clients > seqs:  # beyond the scheduler's cap the load is a burst or a flood: max_num_seqs' own rule speaks
+        return
+    kv_ev = _model(
+        msg("ev.kv_capacity"), float(mem.kv_cache_tokens), "tokens",
+        msg("detail.kv_capacity", per_token=q(mem.kv_bytes_per_token_at(length) / 1024, "KiB"), fit=q(fit, "requests"), length=q(length, "tokens")),
+    )
+    waiting = max(0, round(clients - fit))
+    board.add(
+        "kv_capacity",
+        3.0,
+        kv_ev,
+        reason=msg(
+            "reason.kv_fit_clients" if inputs.output_len else "reason.kv_fit_clients_min", length=q(length, "tokens"),
+            per_request=q(mem.request_kv_bytes(length) / 2**30, "GiB"), tokens=q(mem.kv_cache_tokens, "tokens"), fit=q(round(fit, 1), "requests"),
+            clients=clients, waiting=q(waiting, "requests"),
+        ),
+    )
+    board.add("queueing", 1.5, kv_ev, reason=msg("reason.queue_beyond_fit"))
+    _memory_fraction_fit(inputs, board, length, fit, clients)
+
+
+#: A KV cache at vLLM's default memory fraction holding this many times the requests the user's own
+#: fraction holds makes that fraction a cause (the same bar as a setting's costed gain, setting_cost).
+FRACTION_GAIN = 1.25
+
+
+def _memory_fraction_fit(inputs: DiagnosisInputs, board: Board, length: int, fit: float, clients: int) -> None:
+    """A --gpu-memory-utilization the user set below vLLM's default, where the clients outnumber what
+    its KV cache holds: the requests that fit at the default, beside those that fit at theirs (a
+    planted run at 0.35: 11 of 48 fit, 53 at the default; the setting went unnamed without a
+    simulated load)."""
+    from ..errors import AdvisorError
+    from ..perf.predict import build_engine_model
+    from ..schema import Recommendation
+
+    engine = inputs.engine
+    if engine.config.source_of("gpu_memory_utilization") != "user" or inputs.modelled_args is None:
+        return
+    try:
+        default = build_engine_model(inputs.deployment, inputs.modelled_args.model_copy(update={"gpu_memory_utilization": None}),
+                                     needed_model_len=length, derived=inputs.modelled_derived, memory_params=inputs.memory_params)
+    except AdvisorError:
+        return
+    yours, value = engine.config.gpu_memory_utilization, default.config.gpu_memory_utilization
+    default_fit = default.memory.requests_that_fit(length)
+    if value <= yours or not default.memory.fits or default_fit < FRACTION_GAIN * fit:
+        return
+    enough = msg("reason.memory_fraction_enough", clients=clients) if default_fit >= clients else ""
+    board.add(
+        "memory_config",
+        3.0,
+        _model(msg("ev.kv_at_default", value=f"{value:g}"), float(default.memory.kv_cache_tokens), "tokens"),
+        reason=msg("reason.memory_fraction_fit", yours=f"{yours:g}", tokens=q(engine.memory.kv_cache_tokens, "tokens"), fit=q(round(fit, 1), "requests"),
+                   default=f"{value:g}", default_tokens=q(default.memory.kv_cache_tokens, "tokens"), default_fit=q(round(default_fit, 1), "requests"), enough=enough),
+        recommendation=Recommendation(change=msg("rec.setting_default", name="gpu_memory_utilization", value=f"{value:g}"),
+                                      flag=f"--gpu-memory-utilization {value:g}", whatif=[f"gpu_memory_utilization={value:g}"]),
+    )
 
 
 #: A measured completion rate outside [LOW, HIGH] x the service rate says the model's rate (or the run:

@@ -222,6 +222,10 @@ def parse_args_dict(text: str) -> dict[str, Any]:
 # scanning
 
 
+_SPEC_ACCEPTED = re.compile(r"Accepted:\s*([\d,]+)\s*tokens")
+_SPEC_DRAFTED = re.compile(r"Drafted:\s*([\d,]+)\s*tokens")
+
+
 class _Scan:
     """Everything gathered while walking the lines; resolved into a ServerLogInfo at the end."""
 
@@ -237,6 +241,7 @@ class _Scan:
         self.engine_v1 = False
         self.backends: list[str] = []
         self.preemption_warnings = 0
+        self.spec_lines = self.spec_accepted = self.spec_drafted = 0
         self.preemption_modes: set[str] = set()
         self.v0_cumulative: int | None = None
         self.stats: deque[ServerStatsLine] = deque(maxlen=MAX_STATS_LINES)
@@ -252,6 +257,9 @@ class _Scan:
             return
         if "Avg prompt throughput" in line:
             self._stats(line, line_no)
+            return
+        if "SpecDecoding metrics" in line:
+            self._spec_decoding(line)
             return
         if '" 200' in line or "HTTP/1.1" in line:  # uvicorn access lines: most of a busy log
             return
@@ -364,6 +372,16 @@ class _Scan:
         match = _BLOCKS_OVERRIDE.search(line)
         if match:
             self.lines["kv_cache_blocks"] = int(match.group(2))
+
+    def _spec_decoding(self, line: str) -> None:
+        """vLLM V1's "SpecDecoding metrics: ..., Accepted: N tokens, Drafted: M tokens, ..." (each line
+        counts the interval since the one before)."""
+        accepted, drafted = _SPEC_ACCEPTED.search(line), _SPEC_DRAFTED.search(line)
+        if accepted is None or drafted is None:
+            return
+        self.spec_lines += 1
+        self.spec_accepted += int(accepted.group(1).replace(",", ""))
+        self.spec_drafted += int(drafted.group(1).replace(",", ""))
 
     def _preemption(self, line: str) -> None:
         match = _PREEMPTED.search(line)
@@ -524,6 +542,9 @@ class _Scan:
             kv_cache_blocks=ln.get("kv_cache_blocks"),
             preemption_warnings=self.preemption_warnings,
             preemptions_total=preemptions_total,
+            spec_accepted_tokens=self.spec_accepted if self.spec_lines else None,
+            spec_drafted_tokens=self.spec_drafted if self.spec_lines else None,
+            spec_metric_lines=self.spec_lines,
             stats=stats,
             notes=notes,
         )

@@ -127,6 +127,19 @@ class ModelAgreement(BaseModel):
     points: int = 1
 
 
+class MeasuredTTFT(BaseModel):
+    """The time to first token a benchmark file measured at its slowest load point, beside the
+    performance model's uncalibrated prediction there (diagnosis/agreement.py): "why is TTFT so high?"
+    answered with the figure it asks about before any cause."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    load: str
+    median_ms: float
+    p99_ms: float | None = None
+    predicted_median_ms: float | None = None
+
+
 class ExpectedFigures(BaseModel):
     """What the performance model expects of the deployment (diagnosis/agreement.py): one request alone,
     and, where the words or the case give a load, the figures at the heaviest one. The reply to "what
@@ -218,6 +231,8 @@ class Diagnosis(BaseModel):
     disagreement: ModelAgreement | None = None
     #: a single-request speed the words state, beside the model's (None: none stated, or not modelled)
     stated_speed: StatedSpeed | None = None
+    #: the measured time to first token at the slowest measured load point, beside the model's (None: no benchmark file gives one)
+    measured_ttft: MeasuredTTFT | None = None
     #: the whole server's output rate the words state at one load, beside the model's (None: none stated, or not modelled)
     stated_throughput: StatedThroughput | None = None
     #: what the model expects of the deployment (None: not modelled, or measured runs say more)

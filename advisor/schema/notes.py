@@ -30,6 +30,7 @@ InputNoteCode = Literal[
     "workload_bounded",  # a workload value above what the model simulates
     "metrics_history",  # a /metrics window counting more than the attached benchmarks: its counters read as history
     "pasted_skipped",  # log lines or a benchmark block pasted into the question could not be read
+    "model_from_words",  # the files' model is not in the catalog; the one the words name is modelled
 ]
 
 
@@ -76,6 +77,7 @@ class InputNote(BaseModel):
             "workload_bounded": "not modelled",
             "metrics_history": "counters not weighed",
             "pasted_skipped": "the lines pasted into the question were not read",
+            "model_from_words": "",
         }[self.code]
         head = " ".join(f"{where} {verb}".split())
         return f"{head}: {self.detail}" if head else self.detail

@@ -60,5 +60,10 @@ class ServerLogInfo(BaseModel):
     )
     kv_cache_blocks: int | None = Field(None, description="'# GPU blocks: N' (V0) or num_gpu_blocks_override (V1)")
     cudagraph_mode: str | None = Field(None, description="compilation_config cudagraph_mode, e.g. NONE, PIECEWISE")
+    #: speculative decoding's "SpecDecoding metrics" lines (vLLM V1): accepted and drafted tokens summed
+    #: over them, and how many there were (none where the drafter never proposed a token)
+    spec_accepted_tokens: int | None = None
+    spec_drafted_tokens: int | None = None
+    spec_metric_lines: int = 0
     stats: list[ServerStatsLine] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)

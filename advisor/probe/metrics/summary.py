@@ -111,6 +111,11 @@ def _summarize_group(
             out["prefix_cache_hit_rate_pct"] = v0_rate["mean"]
             out["notes"].append("prefix-cache hit rate from the V0 gauge vllm:gpu_prefix_cache_hit_rate (mean)")
 
+    # speculative decoding (V1): drafts proposed, draft tokens, those the target model accepted
+    out["spec_drafts"] = counter("vllm:spec_decode_num_drafts")
+    out["spec_draft_tokens"] = counter("vllm:spec_decode_num_draft_tokens")
+    out["spec_accepted_tokens"] = counter("vllm:spec_decode_num_accepted_tokens")
+
     finished: dict[str, float] = {}
     for s in series("vllm:request_success"):
         reason = s.labels.get("finished_reason", "unknown")
