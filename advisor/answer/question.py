@@ -322,7 +322,12 @@ def question_verdict(question: str | None, diagnosis: Diagnosis) -> tuple[str | 
         if said is not None:
             return None, said
     if said is None and "first_token" in topics(question) and (said := ttft_verdict(diagnosis)) is not None:
-        return None, said  # "why is TTFT so high?" with a benchmark file: its figure, beside the model's, first
+        # "why is TTFT so high?" with a benchmark file: its figure beside the model's first, then whether the
+        # rest of what was measured is what the model predicts
+        from ..schema.message import msg
+
+        agreed = agreement_verdict(diagnosis)
+        return None, msg("verdict.pair", first=said, second=agreed) if agreed is not None else said
     if said is None and (kind := asked_expectation(question)) is not None:
         said = expectation_verdict(kind, diagnosis)
         return None, said if said is not None else agreement_verdict(diagnosis)
@@ -339,25 +344,23 @@ def question_verdict(question: str | None, diagnosis: Diagnosis) -> tuple[str | 
 
 def ttft_verdict(diagnosis: Diagnosis) -> Msg | None:
     """The time to first token a benchmark file measured (its slowest load point) beside the model's
-    prediction at that load: about it, under it or above it (agreement.AGREE_WITHIN), or the figure
-    alone where the load was not modelled (a new user's find: "why is TTFT so high?" on a file whose
-    median was 350 ms got a cause and never the figure). None where no file gives one."""
+    prediction at that load: about it, under it or above it (agreement.AGREE_WITHIN) (a new user's find:
+    "why is TTFT so high?" on a file whose median was 350 ms got a cause and never the figure). None
+    where no file gives one or its load was not modelled: the reasons then quote it beside what explains it."""
     from ..diagnosis.agreement import AGREE_WITHIN
     from ..schema.message import msg, q, q_time
 
     t = diagnosis.measured_ttft
-    if t is None:
+    if t is None or not t.predicted_median_ms:  # the figure alone: the reasons quote it with what explains it
         return None
     args = dict(load=t.load, median=q_time(t.median_ms, "ms"), p99=msg("verdict.ttft_p99", p99=q_time(t.p99_ms, "ms")) if t.p99_ms else "")
-    if not t.predicted_median_ms:
-        return msg("verdict.ttft_measured", **args)
     ratio = t.median_ms / t.predicted_median_ms
     predicted = q_time(t.predicted_median_ms, "ms")
     if ratio > 1.0 + AGREE_WITHIN:
-        return msg("verdict.ttft_above_model", **args, predicted=predicted, ratio=q(round(ratio, 1), "x"))
+        return msg("verdict.ttft_over_model", **args, predicted=predicted, ratio=q(round(ratio, 1), "x"))
     if ratio < 1.0 - AGREE_WITHIN:
-        return msg("verdict.ttft_below_model", **args, predicted=predicted)
-    return msg("verdict.ttft_at_model", **args, predicted=predicted)
+        return msg("verdict.ttft_under_model", **args, predicted=predicted)
+    return msg("verdict.ttft_near_model", **args, predicted=predicted)
 
 
 def agreement_verdict(diagnosis: Diagnosis) -> Msg | None:
