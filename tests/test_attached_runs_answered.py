@@ -114,3 +114,49 @@ def test_the_benchmark_files_model_is_read_and_its_ttft_quoted_first():
 def test_the_ttft_figure_opens_a_chinese_answer_in_chinese(question):
     opening = _opening(_ask(question, BENCH_70B, overrides={"gpu": "A100-SXM4-40GB", "num_gpus": 8}))
     assert opening.startswith("你在不限速率时的首 token 时间：中位数 350 毫秒，p99 450 毫秒（实测）")
+
+
+KV_PRESSURE_BENCH = next((FIXTURES / "vllm-cpu-real" / "results" / "kv-pressure").glob("*.json"))
+
+
+def _spoiled(tmp_path: Path) -> Path:
+    """A real `vllm bench serve` file with three fields of the wrong type, as a hand edit leaves them."""
+    import json
+
+    data = json.loads(KV_PRESSURE_BENCH.read_text())
+    data.update(max_concurrency="eight", request_throughput=-5, mean_ttft_ms="922 ms")
+    path = tmp_path / "bench.json"
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_a_field_of_the_wrong_type_costs_that_figure_not_the_file(tmp_path):
+    """A new user's find: one wrong-typed field threw the whole benchmark away, and the note named that
+    field alone. The rest of the file is read; one note lists every field left out."""
+    path = _spoiled(tmp_path)
+    result = _ask("Why is TTFT so high?", path)
+    runs = [r for r in result.inputs.measured if r.source == str(path)]
+    assert runs and runs[0].ttft_ms is not None and runs[0].ttft_ms.median and runs[0].completed
+    note = next(n for n in result.inputs.skipped if n.code == "partly_read")
+    assert note.reason == "fields_dropped" and all(f in note.detail for f in ("max_concurrency", "request_throughput", "mean_ttft_ms"))
+
+
+def test_probe_load_stays_strict_on_a_wrong_field(tmp_path):
+    from click.testing import CliRunner
+
+    from vllm_advisor.cli.main import cli
+
+    result = CliRunner().invoke(cli, ["probe", "load", str(_spoiled(tmp_path))])
+    assert result.exit_code == 3 and "max_concurrency" in result.output
+
+
+def test_a_long_logs_last_stats_lines_are_weighed_and_the_answer_says_so(tmp_path, monkeypatch):
+    import vllm_advisor.probe.serverlog as serverlog
+
+    monkeypatch.setattr(serverlog, "MAX_STATS_LINES", 5)
+    line = "(APIServer pid=1) INFO 12-07 10:00:{s:02d} [loggers.py:257] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 140.0 tokens/s, Running: 8 reqs, Waiting: 3 reqs, GPU KV cache usage: 97.0%, Prefix cache hit rate: 0.0%\n"
+    log = tmp_path / "server.log"
+    log.write_text("".join(line.format(s=s) for s in range(12)))
+    result = _ask("Why do requests wait?", log)
+    note = next(n for n in result.inputs.skipped if n.code == "partly_read")
+    assert "only its last 5 of 12 stats lines were weighed" in note.detail

@@ -187,8 +187,14 @@ MAX_FOLDER_NOTES = 12
 def _attach_lenient(inputs: DiagnosisInputs, path: Path, *, code: str = "attachment_skipped") -> bool:
     """Attach one file; a file that cannot be read is set aside with a note (issue 15: one bad
     input never costs the answer). A reader's bug is set aside too, unless VLLM_ADVISOR_DEBUG is set."""
+    from ..probe.bench.fields import dropping_bad_fields
+
     try:
-        _attach(inputs, path)
+        with dropping_bad_fields() as dropped:  # a field of the wrong type costs that figure, not the file
+            _attach(inputs, path)
+        if dropped:
+            fields = ", ".join(dict.fromkeys(e.field or "?" for e in dropped))
+            inputs.set_aside(typed_note("partly_read", "fields_dropped", source=str(path), fields=fields))
         return True
     except AdvisorError as exc:
         inputs.set_aside(InputNote.from_error(code, exc, str(path), field=exc.field))
@@ -274,9 +280,12 @@ def _attach(inputs: DiagnosisInputs, path: Path) -> None:
     from ..probe.serverlog import parse_server_log
 
     try:
-        inputs.server_logs.append(parse_server_log(path))
+        log = parse_server_log(path)
     except UnknownFormatError:
         raise UnknownFormatError("not a format the advisor reads (benchmark result, /metrics dump or watch file, case file, vLLM server log)", source=str(path), reason="unknown_kind") from None
+    inputs.server_logs.append(log)
+    if log.stats_lines_seen > len(log.stats):  # a very long log: its last stats lines are weighed, and the answer says so
+        inputs.set_aside(typed_note("partly_read", "stats_kept_last", source=str(path), kept=len(log.stats), seen=log.stats_lines_seen))
 
 
 def _pasted(inputs: DiagnosisInputs, words: str | None) -> None:

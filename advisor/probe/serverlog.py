@@ -545,6 +545,7 @@ class _Scan:
             spec_accepted_tokens=self.spec_accepted if self.spec_lines else None,
             spec_drafted_tokens=self.spec_drafted if self.spec_lines else None,
             spec_metric_lines=self.spec_lines,
+            stats_lines_seen=self.stats_seen,
             stats=stats,
             notes=notes,
         )

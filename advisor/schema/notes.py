@@ -31,6 +31,7 @@ InputNoteCode = Literal[
     "metrics_history",  # a /metrics window counting more than the attached benchmarks: its counters read as history
     "pasted_skipped",  # log lines or a benchmark block pasted into the question could not be read
     "model_from_words",  # the files' model is not in the catalog; the one the words name is modelled
+    "partly_read",  # a file read in part (a server log's last stats lines): the rest not weighed
 ]
 
 
@@ -78,6 +79,7 @@ class InputNote(BaseModel):
             "metrics_history": "counters not weighed",
             "pasted_skipped": "the lines pasted into the question were not read",
             "model_from_words": "",
+            "partly_read": "partly read",
         }[self.code]
         head = " ".join(f"{where} {verb}".split())
         return f"{head}: {self.detail}" if head else self.detail

@@ -65,5 +65,7 @@ class ServerLogInfo(BaseModel):
     spec_accepted_tokens: int | None = None
     spec_drafted_tokens: int | None = None
     spec_metric_lines: int = 0
+    #: stats lines the log holds; ``stats`` keeps the last MAX_STATS_LINES of them
+    stats_lines_seen: int = 0
     stats: list[ServerStatsLine] = Field(default_factory=list)
     notes: list[str] = Field(default_factory=list)

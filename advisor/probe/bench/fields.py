@@ -14,7 +14,9 @@ from __future__ import annotations
 import itertools
 import math
 from datetime import datetime, timezone
-from typing import Any, Iterable, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Any, Iterable, Iterator, Mapping
 
 import numpy as np
 
@@ -67,6 +69,22 @@ def as_number(value: Any, *, allow_inf: bool = False) -> float | None:
     return number
 
 
+#: Where fields are read leniently (``ask``'s attachments): a field of the wrong type is left out and its
+#: error kept here, so one bad value costs that figure, not the whole file; ``probe load`` stays strict.
+_DROPPED: ContextVar[list[InputFileError] | None] = ContextVar("dropped_fields", default=None)
+
+
+@contextmanager
+def dropping_bad_fields() -> Iterator[list[InputFileError]]:
+    """Read fields leniently inside the block; the errors of the fields left out are collected in the list given."""
+    dropped: list[InputFileError] = []
+    token = _DROPPED.set(dropped)
+    try:
+        yield dropped
+    finally:
+        _DROPPED.reset(token)
+
+
 class FieldReader:
     """Reads typed values out of one JSON/YAML object; errors name ``source`` and the field path."""
 
@@ -83,6 +101,14 @@ class FieldReader:
     def error(self, key: str, message: str) -> InputFileError:
         return InputFileError(message, source=self.source, field=self.path(key))
 
+    def _fail(self, error: InputFileError):
+        """Raise ``error``; where fields are read leniently (``dropping_bad_fields``), keep it and read the field as missing."""
+        dropped = _DROPPED.get()
+        if dropped is None:
+            raise error
+        dropped.append(error)
+        return None
+
     def has(self, key: str) -> bool:
         return self.obj.get(key) is not None
 
@@ -95,9 +121,9 @@ class FieldReader:
         try:
             value = as_number(self.obj.get(key), allow_inf=allow_inf)
         except ValueError as exc:
-            raise self.error(key, f"expected a number, got {exc}") from None
+            return self._fail(self.error(key, f"expected a number, got {exc}"))
         if value is not None and value < 0 and not allow_negative:
-            raise self.error(key, f"expected a number of zero or more, got {value:g}")
+            return self._fail(self.error(key, f"expected a number of zero or more, got {value:g}"))
         return value
 
     def integer(self, key: str) -> int | None:
@@ -105,7 +131,7 @@ class FieldReader:
         if value is None:
             return None
         if not float(value).is_integer():
-            raise self.error(key, f"expected a whole number, got {value:g}")
+            return self._fail(self.error(key, f"expected a whole number, got {value:g}"))
         return int(value)
 
     def text(self, key: str) -> str | None:
@@ -114,7 +140,7 @@ class FieldReader:
             return None
         if isinstance(value, (str, int, float)) and not isinstance(value, bool):
             return str(value)
-        raise self.error(key, f"expected a string, got {describe(value)}")
+        return self._fail(self.error(key, f"expected a string, got {describe(value)}"))
 
     def boolean(self, key: str) -> bool | None:
         value = self.obj.get(key)
@@ -124,14 +150,14 @@ class FieldReader:
             return value
         if isinstance(value, str) and value.strip().lower() in ("true", "false"):
             return value.strip().lower() == "true"
-        raise self.error(key, f"expected true or false, got {describe(value)}")
+        return self._fail(self.error(key, f"expected true or false, got {describe(value)}"))
 
     def mapping(self, key: str) -> dict[str, Any] | None:
         value = self.obj.get(key)
         if value is None:
             return None
         if not isinstance(value, dict):
-            raise self.error(key, f"expected an object, got {describe(value)}")
+            return self._fail(self.error(key, f"expected an object, got {describe(value)}"))
         return value
 
     def sub(self, key: str) -> "FieldReader | None":
@@ -143,7 +169,7 @@ class FieldReader:
         if value is None:
             return None
         if not isinstance(value, list):
-            raise self.error(key, f"expected a list, got {describe(value)}")
+            return self._fail(self.error(key, f"expected a list, got {describe(value)}"))
         return value
 
     def number_array(self, key: str, *, allow_null: bool = False) -> np.ndarray | None:
@@ -154,15 +180,15 @@ class FieldReader:
         try:
             arr = np.asarray(values, dtype=np.float64)
         except (TypeError, ValueError, OverflowError):
-            raise self._bad_element(key, values) from None
+            return self._fail(self._bad_element(key, values))
         if arr.ndim != 1:
-            raise self.error(key, "expected a flat list of numbers, got nested lists")
+            return self._fail(self.error(key, "expected a flat list of numbers, got nested lists"))
         if not allow_null and arr.size and np.isnan(arr).any():
             index = int(np.flatnonzero(np.isnan(arr))[0])
-            raise self.error(key, f"expected numbers, element {index} is {describe(values[index])}")
+            return self._fail(self.error(key, f"expected numbers, element {index} is {describe(values[index])}"))
         if arr.size and np.isinf(arr).any():  # 1e400 in a JSON file reads as infinity
             index = int(np.flatnonzero(np.isinf(arr))[0])
-            raise self.error(key, f"expected finite numbers, element {index} is {describe(values[index])}")
+            return self._fail(self.error(key, f"expected finite numbers, element {index} is {describe(values[index])}"))
         return arr
 
     def string_list(self, key: str) -> list[str] | None:
@@ -171,7 +197,7 @@ class FieldReader:
             return None
         for index, value in enumerate(values):
             if value is not None and not isinstance(value, str):
-                raise self.error(key, f"expected strings, element {index} is {describe(value)}")
+                return self._fail(self.error(key, f"expected strings, element {index} is {describe(value)}"))
         return values
 
     def ragged_number_arrays(self, key: str) -> tuple[np.ndarray, np.ndarray] | None:
@@ -185,7 +211,7 @@ class FieldReader:
             return None
         for index, inner in enumerate(values):
             if type(inner) is not list:
-                raise self.error(key, f"expected a list of lists, element {index} is {describe(inner)}")
+                return self._fail(self.error(key, f"expected a list of lists, element {index} is {describe(inner)}"))
         counts = np.fromiter(map(len, values), dtype=np.int64, count=len(values))
         total = int(counts.sum())
         try:
@@ -197,10 +223,8 @@ class FieldReader:
                         if as_number(value) is None:
                             raise ValueError(describe(value))
                     except ValueError:
-                        raise self.error(
-                            key, f"expected numbers, element [{index}][{position}] is {describe(value)}"
-                        ) from None
-            raise self.error(key, "expected lists of numbers") from None
+                        return self._fail(self.error(key, f"expected numbers, element [{index}][{position}] is {describe(value)}"))
+            return self._fail(self.error(key, "expected lists of numbers"))
         return flat, counts
 
     def _bad_element(self, key: str, values: list[Any]) -> InputFileError:
