@@ -74,7 +74,7 @@ def test_chinese_answers_name_what_the_catalog_lacks_in_chinese():
     sys.path.insert(0, str(Path(__file__).parent))
     from test_answer_question import english_prose
 
-    for name, expect in (("vllm-ascend-171-910b-dense-32b-slow", "目录里没有 GPU Ascend-910B"), ("dotsocr-22-a10-single-image-15s", "目录里没有模型"), ("ktransformers-806-4-socket-ddr4-4toks", "不据此给出内存方面的结论")):
+    for name, expect in (("vllm-ascend-171-910b-dense-32b-slow", "内置的 GPU 表里没有 GPU Ascend-910B"), ("dotsocr-22-a10-single-image-15s", "内置的模型表里没有模型"), ("ktransformers-806-4-socket-ddr4-4toks", "不据此给出内存方面的结论")):
         answer = Session(profile=CASES / f"{name}.yaml", kb=False).answer().answer
         assert expect in answer.full_markdown, name
         assert "will not start" not in answer.full_markdown
