@@ -369,6 +369,9 @@ OPENINGS = [
     ("Qwen2.5-7B-Instruct on one A10G, 1000-token prompts, 200-token outputs, 8 users: each gets 6 tok/s. Is that normal?",
      r"^Not what this hardware should give at c=8: the performance model gives each request about 2\d(\.\d)? tok/s of decode there"),
     ("Qwen2.5-7B-Instruct 单卡 A10，输入 1000，输出 200，8 个并发，每个请求 20 token/s，正常吗？", r"^是正常的：在并发 8时这基本就是这套硬件的水平"),
+    # a per-request speed at a load above what each request can get even at the hardware's peak (a reviewer's find)
+    ("Llama-3.1-8B-Instruct on one H100, 1000-token prompts, 200-token outputs, 8 users: each gets 400 tok/s. Normal?",
+     r"^More than each request can get at c=8: even with every kernel at its peak the performance model gives each request about \d+ tok/s"),
     # the whole server's output rate at one load beside the model's there, and one request alone's beside
     # the model's single-request speed (a new user's find: "单个请求 60 token/s，并发 32 时吞吐 900" compared nothing)
     ("Qwen2.5-7B-Instruct on one A100 80GB, 1000-token prompts, 500-token outputs, 32 concurrent users, total throughput 1500 tok/s. Is that normal?",

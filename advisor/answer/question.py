@@ -498,6 +498,8 @@ def _speed_verdict(kind: str, diagnosis: Diagnosis) -> Msg | None:
             return msg(f"verdict.{plain}_below_load", **args)
         if speed.stated_tok_s <= SPEED_NEAR * speed.modelled_tok_s:
             return msg(f"verdict.{kind}_at_load", **args)
+        if speed.ceiling_tok_s and speed.stated_tok_s > ABOVE_CEILING * speed.ceiling_tok_s:  # not each request's at that load
+            return msg("verdict.above_ceiling_load", **args, ceiling=q(speed.ceiling_tok_s, "tok/s"))
     elif speed is not None:  # the user's own figure beside what the GPU allows one request: physics first
         share = speed.stated_tok_s / speed.modelled_tok_s
         args = dict(stated=q(speed.stated_tok_s, "tok/s"), modelled=q(speed.modelled_tok_s, "tok/s"), pct=f"{round(100 * share)}%")

@@ -113,8 +113,10 @@ def _stated_at_load(inputs: DiagnosisInputs) -> StatedSpeed | None:
     if not tpot or not output:
         return None
     context = decode_context(inputs)
+    best = next((r for r in inputs.ceiling if r.offered_concurrency == said.concurrency[0]), None)  # every kernel at its peak
+    best_tpot = _tpot(best) if best is not None else None
     return StatedSpeed(stated_tok_s=said.request_tok_s, modelled_tok_s=round(1000.0 / tpot, 1), context_tokens=context, load=run.load_label,
-                       modelled_output_tok_s=round(output, 1))
+                       modelled_output_tok_s=round(output, 1), ceiling_tok_s=round(1000.0 / best_tpot, 1) if best_tpot else None)
 
 
 def _single_request(inputs: DiagnosisInputs) -> tuple[float, int] | None:
