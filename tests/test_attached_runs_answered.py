@@ -160,3 +160,23 @@ def test_a_long_logs_last_stats_lines_are_weighed_and_the_answer_says_so(tmp_pat
     result = _ask("Why do requests wait?", log)
     note = next(n for n in result.inputs.skipped if n.code == "partly_read")
     assert "only its last 5 of 12 stats lines were weighed" in note.detail
+
+
+BENCHSERVE_RUN = RUNS / "2026-12-07-h100-benchserve" / "planted-8b-seqs8-benchserve"  # vllm bench serve at c=32, --max-num-seqs 8
+
+
+def test_a_folder_from_vllm_bench_serve_is_read_once_and_in_time_order():
+    """A real H100 run saved as a user saves it: `vllm bench serve --save-result`, its console output,
+    /metrics before and after (metrics_after.txt sorts first and the dumps carry no timestamps), the
+    server log. The dumps are one window in the order their counters grew (it read a restart and no
+    work), the console block repeats the JSON and is dropped, and max_num_seqs=8 leads."""
+    result = _ask("Why is TTFT so high at 32 concurrent users? Llama-3.1-8B-Instruct on one H100.", BENCHSERVE_RUN)
+    inputs = result.inputs
+    assert [r.format for r in inputs.measured] == ["vllm-bench"]
+    [summary] = inputs.metrics_summaries
+    engine = summary["engines"][0]
+    assert engine["prompt_tokens"] == 128 * 2048 and not any("reset" in n for n in summary["notes"])
+    assert any("ordered by their counters" in n for n in summary["notes"])
+    top = result.diagnosis.findings[0]
+    assert top.cause == "max_num_seqs_limit" and top.confidence >= 0.5
+    assert "max_num_seqs=8 lets at most 8 requests run at once; with 32 clients, 24 of them wait" in result.answer.markdown

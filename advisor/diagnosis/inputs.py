@@ -323,6 +323,23 @@ def _server_of(snapshot) -> tuple:
     return tuple(sorted({e.get("model_name", "") for e in snapshot.engines()}))
 
 
+def _same_run(a: BenchmarkRun, b: BenchmarkRun) -> bool:
+    """Two results of one benchmark run: the same requests completed over the same duration at the same
+    output rate (a console block and the JSON `--save-result` wrote from it round alike)."""
+    if not (a.completed and a.completed == b.completed and a.duration_s and b.duration_s and a.output_throughput_tok_s and b.output_throughput_tok_s):
+        return False
+    return abs(a.duration_s - b.duration_s) <= 0.01 * a.duration_s and abs(a.output_throughput_tok_s - b.output_throughput_tok_s) <= 0.01 * a.output_throughput_tok_s
+
+
+def _one_copy_of_each_run(inputs: DiagnosisInputs) -> None:
+    """A run folder that keeps `vllm bench serve`'s console output beside the JSON it saved holds each run
+    twice: the console's copy (summary figures only) is dropped where the JSON has it (a real H100 run's
+    folder showed two c=32 rows, and the console's echoed settings were read as evidence)."""
+    files = [r for r in inputs.measured if r.format not in ("vllm-bench-text", "observations")]
+    kept = [r for r in inputs.measured if r.format != "vllm-bench-text" or not any(_same_run(r, f) for f in files)]
+    inputs.measured = kept
+
+
 def _join_dumps(inputs: DiagnosisInputs) -> None:
     """Single /metrics dumps of the same server, attached one by one (a dump before the benchmark and one
     after), are one window, as `probe metrics FILE FILE` reads them: a reviewer's find, each was read as
@@ -410,6 +427,7 @@ def gather(
             # (a wrong port): the answer comes from the rest, and says which and why (the URL as
             # messages show it: no user:password, no query string)
             inputs.set_aside(InputNote.from_error("attachment_skipped", exc, display_url(source) if is_url(source) else source, field=None))
+    _one_copy_of_each_run(inputs)
     _join_dumps(inputs)  # the single dumps of the attachments and of --metrics, per server
     if prometheus:  # a fleet through the Prometheus that scrapes it: the summed window, then each instance
         from ..probe.metrics.prometheus import fetch_prometheus, fleet_windows

@@ -436,7 +436,25 @@ def _ordered(snaps: list[MetricsSnapshot], notes: list[str]) -> list[MetricsSnap
     if all(t is not None for t in stamps) and stamps != sorted(stamps):  # type: ignore[type-var]
         notes.append("snapshots were not in time order; sorted by timestamp")
         return sorted(snaps, key=lambda s: s.timestamp)  # type: ignore[arg-type,return-value]
+    if any(t is None for t in stamps) and len(snaps) > 1:
+        by_counters = _ordered_by_counters(snaps)
+        if by_counters is not None and by_counters != snaps:
+            notes.append("snapshots carry no timestamps and were not in the order their counters grew; ordered by their counters")
+            return by_counters
     return snaps
+
+
+def _ordered_by_counters(snaps: list[MetricsSnapshot]) -> list[MetricsSnapshot] | None:
+    """Dumps without timestamps in the order their counters grew, where every counter they share agrees
+    on it ("metrics_after.txt" sorts before "metrics_before.txt"; a real H100 run read that way counted
+    a restart and no work); None where the counters disagree (a restart between them keeps the given order)."""
+    counters = [_extract(s).counters for s in snaps]
+    order = sorted(range(len(snaps)), key=lambda i: sum(counters[i].values()))
+    for a, b in zip(order, order[1:]):
+        shared = counters[a].keys() & counters[b].keys()
+        if not shared or any(counters[a][k] > counters[b][k] for k in shared):
+            return None
+    return [snaps[i] for i in order]
 
 
 def _keys_in_order(dicts) -> list[SeriesKey]:
