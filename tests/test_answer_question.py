@@ -329,7 +329,7 @@ OPENINGS = [
      r"^Modelled for this deployment at c=16: each request decodes at about [\d.]+ tok/s \([\d.]+ ms per output token\), its first token comes after about [\d,.]+ (s|ms) \(median\)"),
     ("How fast will Llama-3.1-8B-Instruct run on one L4 with 2000-token prompts?",
      r"^Modelled for this deployment, one request alone: about [\d.]+ tok/s of decode \([\d.]+ tok/s on vLLM 0\.\d+\.\d+ or later[^)]*\), and a first token after about [\d,.]+ ms for a prompt of 2,000 tokens"),
-    ("Qwen2.5-72B-Instruct-AWQ 两张 A100-80G TP2，输入 8K 输出 1K，并发 32，大概能跑多少 tok/s？", r"^按这套部署建模，在并发 32时：每个请求解码约 [\d.]+ tok/s"),
+    ("Qwen2.5-72B-Instruct-AWQ 两张 A100-80G TP2，输入 8K 输出 1K，并发 32，大概能跑多少 tok/s？", r"^按这套部署建模，在并发 32 时：每个请求解码约 [\d.]+ tok/s"),
     # reviewers' finds: "how many users can I serve?" got the prefill floor, with no count
     ("How many concurrent 32K-token users can I serve on 2x A100 80GB with Llama-3.1-70B-Instruct AWQ (4-bit), TP=2? "
      "Prompts are about 32K tokens and outputs about 1K tokens.",
@@ -368,10 +368,15 @@ OPENINGS = [
      r"^Yes, at c=8 this is about what this hardware does: the performance model gives each request about 2\d(\.\d)? tok/s of decode there"),
     ("Qwen2.5-7B-Instruct on one A10G, 1000-token prompts, 200-token outputs, 8 users: each gets 6 tok/s. Is that normal?",
      r"^Not what this hardware should give at c=8: the performance model gives each request about 2\d(\.\d)? tok/s of decode there"),
-    ("Qwen2.5-7B-Instruct 单卡 A10，输入 1000，输出 200，8 个并发，每个请求 20 token/s，正常吗？", r"^是正常的：在并发 8时这基本就是这套硬件的水平"),
+    ("Qwen2.5-7B-Instruct 单卡 A10，输入 1000，输出 200，8 个并发，每个请求 20 token/s，正常吗？", r"^是正常的：在并发 8 时这基本就是这套硬件的水平"),
     # a per-request speed at a load above what each request can get even at the hardware's peak (a reviewer's find)
     ("Llama-3.1-8B-Instruct on one H100, 1000-token prompts, 200-token outputs, 8 users: each gets 400 tok/s. Normal?",
      r"^More than each request can get at c=8: even with every kernel at its peak the performance model gives each request about \d+ tok/s"),
+    # between the model's usual error and a far shortfall, and above its typical figure under the peak (a reviewer's finds)
+    ("Llama-3.1-8B-Instruct on one H100, 1000-token prompts, 200-token outputs, 8 users: each gets 60 tok/s. Normal?",
+     r"^At c=8 each request gets 60 tok/s, 6\d% of the performance model's \d+(\.\d)? tok/s of decode there"),
+    ("Llama-3.1-8B-Instruct on one H100, 1000-token prompts, 200-token outputs, 8 users: each gets 150 tok/s. Normal?",
+     r"^A fast server: at c=8 each request gets 150 tok/s, above the performance model's typical"),
     # the whole server's output rate at one load beside the model's there, and one request alone's beside
     # the model's single-request speed (a new user's find: "单个请求 60 token/s，并发 32 时吞吐 900" compared nothing)
     ("Qwen2.5-7B-Instruct on one A100 80GB, 1000-token prompts, 500-token outputs, 32 concurrent users, total throughput 1500 tok/s. Is that normal?",
@@ -379,7 +384,7 @@ OPENINGS = [
     ("Qwen2.5-7B-Instruct on one A100 80GB, 1000-token prompts, 500-token outputs, 32 concurrent users, total throughput 5000 tok/s. Is that normal?",
      r"^5,000 tok/s in all at c=32 is more than this hardware can give"),
     ("Qwen2.5-7B-Instruct 部署在一张 A100 80GB 上，输入 1000 token，输出 500 token。单个请求 60 token/s，并发 32 时吞吐 600 token/s，正常吗？",
-     r"^对单个请求来说，这基本就是这套硬件能达到的速度.*在并发 32时，总吞吐 600 tok/s 只有性能模型对这套部署给出的 3\d%"),
+     r"^对单个请求来说，这基本就是这套硬件能达到的速度.*在并发 32 时，总吞吐 600 tok/s 只有性能模型对这套部署给出的 3\d%"),
     # "是不是 vLLM 有问题" asks whether the speed is normal; it does not say vLLM is not used
     ("单张 A10（24G）跑 Llama-3.1-8B-Instruct，bf16，单请求输出 31 tok/s，TPOT 32ms，同一张卡 ollama 能跑 70 多。是不是 vLLM 有问题？",
      r"^对单个请求来说，这基本就是这套硬件能达到的速度|^是正常的"),

@@ -180,3 +180,24 @@ def test_a_folder_from_vllm_bench_serve_is_read_once_and_in_time_order():
     top = result.diagnosis.findings[0]
     assert top.cause == "max_num_seqs_limit" and top.confidence >= 0.5
     assert "max_num_seqs=8 lets at most 8 requests run at once; with 32 clients, 24 of them wait" in result.answer.markdown
+
+
+def test_drafts_that_add_a_token_a_step_are_not_called_a_loss(tmp_path):
+    """28% of five-token drafts accepted adds 1.4 tokens a step: that pays at one request alone, so no
+    low-acceptance finding (a reviewer's find against a bar on the rate alone)."""
+    line = ("(APIServer pid=1) INFO 12-07 10:00:00 [metrics.py:100] SpecDecoding metrics: Mean acceptance length: 2.40, Accepted throughput: 40.00 tokens/s, "
+            "Drafted throughput: 143.00 tokens/s, Accepted: 1400 tokens, Drafted: 5000 tokens, Per-position acceptance rate: 0.600, 0.400, 0.200, 0.120, 0.080, Avg Draft acceptance rate: 28.0%\n")
+    stats = "(APIServer pid=1) INFO 12-07 10:00:05 [loggers.py:257] Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 140.0 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 1.0%, Prefix cache hit rate: 0.0%\n"
+    log = tmp_path / "server.log"
+    log.write_text(line + stats)
+    assert parse_server_log(log).spec_drafts == 1000
+    result = _ask("Is speculative decoding helping?", log)
+    assert all(r.id != "reason.spec_low_acceptance" for f in result.diagnosis.findings for r in f.reasons)
+
+
+def test_a_size_in_the_files_model_name_must_be_the_words_model():
+    """The words name a model they compare with: a 70B path is not modelled as the 8B named beside it."""
+    from vllm_advisor.diagnosis.inputs import _words_model_wins
+
+    assert _words_model_wins("/tmp/e2e/models/llama31-8b", "Llama-3.1-8B")
+    assert not _words_model_wins("/models/acme-chat-70b", "Llama-3.1-8B")

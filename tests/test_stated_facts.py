@@ -525,6 +525,9 @@ def test_client_counts_are_not_read_from_rates_or_settings(text, concurrency):
     ("input 1024 tokens output 512 tokens", (1024, 512)),
     ("prompt 2k output 256", (2000, 256)),
     ("输入 2k 输出 512", (2000, 512)),
+    # a full stop after the number ends the sentence, not the number (a reviewer's find)
+    ("input 1k output 512.", (1000, 512)),
+    ("prompt length 2048.", (2048, None)),
 ])
 def test_lengths_written_as_benchmark_write_ups_give_them(text, lengths):
     """A new user's find: "1k in/512 out" was dropped, and the load went unmodelled."""
@@ -545,6 +548,12 @@ def test_lengths_written_as_benchmark_write_ups_give_them(text, lengths):
     ("one user alone gets 80 tok/s, 10 users 30 tok/s each", 80, None, False, True),
     # the prompt's rate is neither a request's speed nor the server's output
     ("prefill throughput 9000 tok/s", None, None, False, False),
+    # "总是" (always), "总之", "整体来看", "combined ... each" do not make a figure the server's total (a reviewer's finds)
+    ("并发 32 时每个请求总是只有 20 token/s", None, None, False, True),
+    ("总之，单个请求只有 40 token/s", 40, None, False, False),
+    ("整体来看单个请求 50 token/s", 50, None, False, False),
+    ("32 clients combined get only 40 tok/s each", None, None, False, True),
+    ("速度总是只有 30 token/s", None, None, False, False),
 ])
 def test_a_speed_is_read_for_whom_the_words_say(text, single, throughput, counts_input, per_request):
     """One request alone's speed, the whole server's output rate and each request's speed at a load are

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import replace
 
-from ..messages import cause_mechanism, cause_name, cause_title, fmt_number, fmt_quantity, normalize_language, render, render_all, tag, text
+from ..messages import cause_mechanism, cause_name, cause_title, fmt_number, fmt_quantity, load_text, normalize_language, render, render_all, tag, text
 from ..schema import Citation, Diagnosis, Evidence, Finding, Msg, Recommendation
 from .figures import Figure, Figures, LoadRow, collect_figures
 from .model import Answer
@@ -139,7 +139,7 @@ def render_tag(language: str, kind: str, detail_key: str | None = None) -> str:
 def evidence_label(ev: Evidence, language: str) -> str:
     """The evidence's label with its load point: 'requests running (c=100)'."""
     label = render(ev.label, language)
-    return f"{label}{Punct(language).paren(ev.load)}" if ev.load else label
+    return f"{label}{Punct(language).paren(load_text(language, ev.load))}" if ev.load else label
 
 
 def render_evidence(ev: Evidence, language: str, *, bullet: bool = True) -> str:
@@ -195,7 +195,7 @@ def render_load_table(rows: list[LoadRow], language: str) -> list[str]:
     if len(present) <= 2:
         return []  # labels without a single figure: no table
     lines = ["| " + " | ".join(phrase(language, c) for c in present) + " |", "|" + "---|" * len(present)]
-    labels = [phrase(language, "run_n", n=r.run_index + 1) if r.run_index is not None else r.load for r in rows]
+    labels = [phrase(language, "run_n", n=r.run_index + 1) if r.run_index is not None else load_text(language, r.load) for r in rows]
     # two rows of one load ("c=1" for fp16 and for AWQ) are told apart by their order
     given = [label for r, label in zip(rows, labels) if r.kind != "model"]  # a prediction shares its run's label
     repeated = {label for label in given if given.count(label) > 1}

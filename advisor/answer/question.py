@@ -58,7 +58,7 @@ ANSWERS: dict[Topic, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "first_token": (
         # clients beyond what the KV cache holds wait seconds for room: that, and the setting that shrank the
         # cache, before the prompt's own prefill (a 0.2 s floor opened the reply to a 16 s TTFT, 36 of 48 waiting)
-        ("reason.kv_fit_clients", "reason.kv_fit_clients_min", "reason.memory_fraction_fit", "reason.prefill_compute", "reason.burst_rate", "reason.queue_beyond_fit", "reason.identical_prompts",
+        ("reason.kv_fit", "reason.kv_fit_clients", "reason.kv_fit_clients_min", "reason.memory_fraction_fit", "reason.prefill_compute", "reason.burst_rate", "reason.queue_beyond_fit", "reason.identical_prompts",
          "reason.attention", "reason.batched_chunks_ttft"),
         ("prefill_compute", "queueing", "prefix_cache", "chunked_prefill_interference", "attention_backend"),
     ),
@@ -487,6 +487,7 @@ def expectation_verdict(kind: str, diagnosis: Diagnosis) -> Msg | None:
 def _speed_verdict(kind: str, diagnosis: Diagnosis) -> Msg | None:
     """A per-request speed the words state beside the model's (``expectation_verdict``'s kinds); None
     where none was stated or it falls between the bounds that say either."""
+    from ..diagnosis.agreement import AGREE_WITHIN
     from ..schema.message import msg, q
 
     speed = diagnosis.stated_speed
@@ -494,12 +495,17 @@ def _speed_verdict(kind: str, diagnosis: Diagnosis) -> Msg | None:
     if speed is not None and speed.load:  # at the stated load: the model's per-request speed there
         args = dict(stated=q(speed.stated_tok_s, "tok/s"), modelled=q(speed.modelled_tok_s, "tok/s"), load=speed.load,
                     with_wait=q(speed.modelled_output_tok_s, "tok/s"), pct=f"{round(100 * speed.stated_tok_s / speed.modelled_tok_s)}%")
-        if speed.stated_tok_s < SPEED_FAR_BELOW * min(speed.modelled_tok_s, speed.modelled_output_tok_s or speed.modelled_tok_s):
+        lower = min(speed.modelled_tok_s, speed.modelled_output_tok_s or speed.modelled_tok_s)  # with the first token's wait or without
+        if speed.stated_tok_s < SPEED_FAR_BELOW * lower:
             return msg(f"verdict.{plain}_below_load", **args)
+        if speed.stated_tok_s < (1.0 - AGREE_WITHIN) * lower:  # below by more than the model's usual error (as a throughput)
+            return msg("verdict.under_load", **args)
         if speed.stated_tok_s <= SPEED_NEAR * speed.modelled_tok_s:
             return msg(f"verdict.{kind}_at_load", **args)
         if speed.ceiling_tok_s and speed.stated_tok_s > ABOVE_CEILING * speed.ceiling_tok_s:  # not each request's at that load
             return msg("verdict.above_ceiling_load", **args, ceiling=q(speed.ceiling_tok_s, "tok/s"))
+        if speed.ceiling_tok_s:  # above the model's typical efficiency, under the peak: a fast server
+            return msg("verdict.near_ceiling_load", **args, ceiling=q(speed.ceiling_tok_s, "tok/s"))
     elif speed is not None:  # the user's own figure beside what the GPU allows one request: physics first
         share = speed.stated_tok_s / speed.modelled_tok_s
         args = dict(stated=q(speed.stated_tok_s, "tok/s"), modelled=q(speed.modelled_tok_s, "tok/s"), pct=f"{round(100 * share)}%")

@@ -29,7 +29,7 @@ from .library import LibraryCase, load_dev_cases, load_library
 REPO = Path(__file__).resolve().parents[2]
 SHARED_DEV = REPO.parent / "shared" / "cases" / "dev"
 #: Bump when the detectors or the board change, so cached evidence is recomputed.
-EVIDENCE_VERSION = 51
+EVIDENCE_VERSION = 52
 C_REGULARISATION = 0.5
 #: The word model's regularisation (words.py): chosen by repeated CV on the fitting part
 #: (benchmarks/ranker_cv.py, RESULTS.md "Feature work on the fitting part (session 3)").

@@ -609,7 +609,16 @@ def _words_model_wins(named: str, words: str) -> bool:
     if find_model(named) is not None or find_model(words) is None:
         return False
     path = Path(named).expanduser()
-    return not (path.exists() or named.endswith(".json"))
+    if path.exists() or named.endswith(".json"):
+        return False
+    # a size the files' name gives must be the words' ("/models/acme-chat-70b" is not the "Llama-3.1-8B"
+    # the words compare it with; a reviewer's find)
+    sizes = [set(_SIZE.findall(n.lower())) for n in (named, words)]
+    return not sizes[0] or sizes[0] == sizes[1]
+
+
+#: A model size in a name: "8b", "70b", "0.5b", "30b-a3b" (its first part)
+_SIZE = re.compile(r"(?<![\d.])(\d+(?:\.\d+)?)b(?![a-z])")
 
 
 def _fill_from_words(inputs: DiagnosisInputs) -> None:

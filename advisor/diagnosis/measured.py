@@ -27,10 +27,11 @@ def detect_measured(inputs: DiagnosisInputs, board: Board) -> None:
         board.exclude("preemption")
 
 
-#: Speculative decoding's measured acceptance (accepted / drafted tokens) under which the drafts cost more
-#: than they save: each accepted token saves one target step, each step verifies every draft token, and
-#: at 30% a five-token draft saves about 1.5 tokens a step for a step several times as wide.
-LOW_ACCEPTANCE = 0.3
+#: Tokens a draft adds to its step on average (accepted tokens per draft: vLLM's "mean acceptance length"
+#: less one) under which the drafts cost more than they save: each step verifies every draft token, so a
+#: step that gains under half a token is slower than one without drafts (28% of five-token drafts gains
+#: 1.4 a step and pays at one request alone; a reviewer's find against a bar on the rate alone).
+LOW_GAIN = 0.5
 
 
 def _spec_decode_drafts(inputs: DiagnosisInputs, board: Board) -> None:
@@ -39,6 +40,7 @@ def _spec_decode_drafts(inputs: DiagnosisInputs, board: Board) -> None:
     it), or its drafts were mostly rejected. From /metrics (vllm:spec_decode_*, present only where
     speculative decoding is configured) or, failing that, the server log's "SpecDecoding metrics" lines."""
     drafted = accepted = generated = 0.0
+    drafts: float | None = 0.0
     source = None
     for summary in inputs.metrics_summaries:
         for eng in summary.get("engines", []):
@@ -48,24 +50,35 @@ def _spec_decode_drafts(inputs: DiagnosisInputs, board: Board) -> None:
             drafted += eng.get("spec_draft_tokens") or 0.0
             accepted += eng.get("spec_accepted_tokens") or 0.0
             generated += eng.get("generation_tokens") or 0.0
+            drafts = None if drafts is None or eng.get("spec_drafts") is None else drafts + eng["spec_drafts"]
     if source is None:  # a log's lines say how many were drafted; one with none says nothing (no drafts, or no stats)
         for log in inputs.server_logs:
             if log.spec_metric_lines:
                 source = source or log.source.split("/")[-1]
                 drafted += log.spec_drafted_tokens or 0
                 accepted += log.spec_accepted_tokens or 0
+                drafts = None if drafts is None or log.spec_drafts is None else drafts + log.spec_drafts
     if source is None:
         return
     if not drafted:
         if generated <= 0:
             return
         evidence = _file(msg("ev.spec_drafted"), 0.0, "tokens", msg("detail.spec_generated", generated=q(generated, "tokens")), where=source, origin="metrics")
-        board.add("spec_decode", 3.0, evidence, reason=msg("reason.spec_no_drafts", generated=q(generated, "tokens")))
+        _measured_reason_first(board, "spec_decode", evidence, msg("reason.spec_no_drafts", generated=q(generated, "tokens")))
         return
     rate = accepted / drafted
     evidence = _file(msg("ev.spec_acceptance"), round(100 * rate, 1), "%", msg("detail.spec_accepted", accepted=q(accepted, "tokens"), drafted=q(drafted, "tokens")), where=source, origin="metrics")
-    if rate < LOW_ACCEPTANCE:
-        board.add("spec_decode", 2.5, evidence, reason=msg("reason.spec_low_acceptance", accepted=q(accepted, "tokens"), drafted=q(drafted, "tokens"), pct=q(round(100 * rate, 1), "%")))
+    gain = accepted / drafts if drafts else None
+    if gain is not None and gain < LOW_GAIN:
+        reason = msg("reason.spec_low_acceptance", accepted=q(accepted, "tokens"), drafted=q(drafted, "tokens"), pct=q(round(100 * rate, 1), "%"), gain=round(gain, 2))
+        _measured_reason_first(board, "spec_decode", evidence, reason, weight=2.5)
+
+
+def _measured_reason_first(board: Board, cause: str, evidence: Evidence, reason: Msg, weight: float = 3.0) -> None:
+    """Evidence with its reason, the reason put before those a setting alone gave (speculative decoding
+    "is on", then what its counters measured: the short answer shows the first)."""
+    board.add(cause, weight, evidence)
+    board.get(cause).reasons.insert(0, reason)
 
 
 #: A value that changes with every request, named in the words or the pasted prompt code: placed before

@@ -123,12 +123,14 @@ def _kv_fit_unsimulated(inputs: DiagnosisInputs, board: Board, length: int, fit:
     on a cache of 93,216 tokens: 11 run, 37 wait; a new user's find, the answer opened with an 0.2 s
     prefill for a 16 s TTFT). The length is the prompt's alone when no output length is known: at
     least that much, so at most that many fit."""
-    from .report_facts import highest_concurrency, max_num_seqs_in_effect
+    from .report_facts import highest_concurrency, kv_seen_with_room, max_num_seqs_in_effect
 
     mem = inputs.engine.memory
     clients = highest_concurrency(inputs)
     if not clients or clients <= 1.1 * fit or fit < 1 or not inputs.deployment.is_vllm:
         # fewer than one fits: the memory model misjudges a server that ran; another engine sizes its cache its own way
+        return
+    if kv_seen_with_room(inputs):  # the server's own readings saw room (a reviewer's find: "Running: 48, Waiting: 0")
         return
     seqs = max_num_seqs_in_effect(inputs)
     if seqs and clients > seqs:  # beyond the scheduler's cap the load is a burst or a flood: max_num_seqs' own rule speaks
@@ -152,19 +154,15 @@ def _kv_fit_unsimulated(inputs: DiagnosisInputs, board: Board, length: int, fit:
     _memory_fraction_fit(inputs, board, length, fit, clients)
 
 
-#: A KV cache at vLLM's default memory fraction holding this many times the requests the user's own
-#: fraction holds makes that fraction a cause (the same bar as a setting's costed gain, setting_cost).
-FRACTION_GAIN = 1.25
-
-
 def _memory_fraction_fit(inputs: DiagnosisInputs, board: Board, length: int, fit: float, clients: int) -> None:
     """A --gpu-memory-utilization the user set below vLLM's default, where the clients outnumber what
     its KV cache holds: the requests that fit at the default, beside those that fit at theirs (a
     planted run at 0.35: 11 of 48 fit, 53 at the default; the setting went unnamed without a
-    simulated load)."""
+    simulated load). A cause where the default holds ESTABLISHING_GAIN times as many."""
     from ..errors import AdvisorError
     from ..perf.predict import build_engine_model
     from ..schema import Recommendation
+    from .setting_cost import ESTABLISHING_GAIN  # the same bar as a setting's costed gain
 
     engine = inputs.engine
     if engine.config.source_of("gpu_memory_utilization") != "user" or inputs.modelled_args is None:
@@ -176,7 +174,7 @@ def _memory_fraction_fit(inputs: DiagnosisInputs, board: Board, length: int, fit
         return
     yours, value = engine.config.gpu_memory_utilization, default.config.gpu_memory_utilization
     default_fit = default.memory.requests_that_fit(length)
-    if value <= yours or not default.memory.fits or default_fit < FRACTION_GAIN * fit:
+    if value <= yours or not default.memory.fits or default_fit < ESTABLISHING_GAIN * fit:
         return
     enough = msg("reason.memory_fraction_enough", clients=clients) if default_fit >= clients else ""
     board.add(

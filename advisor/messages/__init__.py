@@ -12,7 +12,8 @@ Placeholders are ``{name}`` or ``{name:spec}``. Values are formatted by type: a
 :func:`fmt_number`, a nested :class:`Msg` rendered in the same language, a list joined by the
 language's separator. Specs: ``cause`` (a cause id's short name), ``title`` (a cause's headline),
 ``pct`` (a fraction 0-1 as a percentage), ``num`` (a bare number), ``load`` (a load label, "c=32", in
-the language's words: "并发 32"), any Python format spec otherwise.
+the language's words: "并发 32"; ``load_at`` the same before a word glued to it, "并发 32 时" but
+"不限速率时"), any Python format spec otherwise.
 """
 
 from __future__ import annotations
@@ -82,6 +83,9 @@ class _Formatter(string.Formatter):
             return text(lang, f"title.{value}") if has(lang, f"title.{value}") else str(value).replace("_", " ")
         if spec == "load":
             return load_text(lang, str(value))
+        if spec == "load_at":  # before a word that follows it ("并发 32 时", "不限速率时"): a space after a number only
+            shown = load_text(lang, str(value))
+            return shown + " " if shown[-1:].isdigit() else shown
         if spec == "pct":
             return f"{100 * float(value):.0f}%"
         if spec == "num":
@@ -164,7 +168,7 @@ def fmt_quantity(language: str, value: float | int | str | bool | None, unit: st
     u = unit_text(language, unit)
     if not u:
         return shown
-    return f"{shown}{u}" if u in ("%", "x", "×") else f"{shown} {u}"
+    return f"{shown}{u}" if u in ("%", "x", "×", "倍") else f"{shown} {u}"
 
 
 def tag(language: str, kind: str) -> str:

@@ -224,6 +224,7 @@ def parse_args_dict(text: str) -> dict[str, Any]:
 
 _SPEC_ACCEPTED = re.compile(r"Accepted:\s*([\d,]+)\s*tokens")
 _SPEC_DRAFTED = re.compile(r"Drafted:\s*([\d,]+)\s*tokens")
+_SPEC_POSITIONS = re.compile(r"Per-position acceptance rate:\s*([\d.]+(?:\s*,\s*[\d.]+)*)")
 
 
 class _Scan:
@@ -242,6 +243,7 @@ class _Scan:
         self.backends: list[str] = []
         self.preemption_warnings = 0
         self.spec_lines = self.spec_accepted = self.spec_drafted = 0
+        self.spec_drafts: float | None = 0.0
         self.preemption_modes: set[str] = set()
         self.v0_cumulative: int | None = None
         self.stats: deque[ServerStatsLine] = deque(maxlen=MAX_STATS_LINES)
@@ -382,6 +384,9 @@ class _Scan:
         self.spec_lines += 1
         self.spec_accepted += int(accepted.group(1).replace(",", ""))
         self.spec_drafted += int(drafted.group(1).replace(",", ""))
+        positions = _SPEC_POSITIONS.search(line)  # one rate per draft position: the draft length
+        k = len(positions.group(1).split(",")) if positions else 0
+        self.spec_drafts = None if self.spec_drafts is None or not k else self.spec_drafts + int(drafted.group(1).replace(",", "")) / k
 
     def _preemption(self, line: str) -> None:
         match = _PREEMPTED.search(line)
@@ -544,6 +549,7 @@ class _Scan:
             preemptions_total=preemptions_total,
             spec_accepted_tokens=self.spec_accepted if self.spec_lines else None,
             spec_drafted_tokens=self.spec_drafted if self.spec_lines else None,
+            spec_drafts=self.spec_drafts if self.spec_lines else None,
             spec_metric_lines=self.spec_lines,
             stats_lines_seen=self.stats_seen,
             stats=stats,

@@ -127,7 +127,8 @@ _VERSION = re.compile(
 _TOKENS = (
     # "5,000" with its thousands separators as one number (its "000" alone was read, as 0 tokens)
     # a number glued to a letter ("H100", "in1024", "c16") is part of a name, not a length
-    r"(?<![\d.,\-~～A-Za-z])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?![\d.]|,\d)\s*([kK万千])?"
+    # a full stop after the number ends a sentence ("output 512."), a dot and a digit continue it
+    r"(?<![\d.,\-~～A-Za-z])(\d{1,3}(?:,\d{3})+(?:\.\d+)?|\d+(?:\.\d+)?)(?!\d|\.\d|,\d)\s*([kK万千])?"
     r"(?!\s*(?:tok(?:en)?s?\s*/|tokens?\s+per\b|t/s|个?\s*token\s*/|minutes?|mins?\b|seconds?|secs?\b|ms\b|s\b|%|分钟|秒))"
     r"(?!\s*(?:-|–|~|～|to\s|到|至)\s*\d)"  # a range ("8k-16k tokens") names no one length: neither end is read
 )
@@ -423,7 +424,7 @@ def _quantization(text: str) -> str | None:
 #: A per-request speed: a number with a tokens-per-second unit ("8 token/s", "11 tok/s", "每秒 30 个 token"
 #: is left out: its number comes after), not after a word of throughput or of the whole server.
 _SPEED = re.compile(r"(?<![\d.,])(\d{1,5}(?:\.\d+)?)\s*(?:tok(?:en)?s?\s*/\s*(?:s|sec|秒)\b|t/s\b|tokens?\s+per\s+second|token\s*每秒|个?\s*token\s*/\s*秒)", re.IGNORECASE)
-_AGGREGATE = re.compile(r"吞吐|throughput|total|aggregate|overall|combined|总|合计|整体|prefill|prompt|预填充|输入", re.IGNORECASE)
+_AGGREGATE = re.compile(r"吞吐|throughput|\baggregate\b|\btotal\b|\boverall\b|\bcombined\b|总(?:吞吐|输出|速度|计|共)|合计|一共|整体吞吐|prefill|prompt|预填充|输入", re.IGNORECASE)
 
 
 def _request_speed(text: str) -> float | None:
@@ -445,8 +446,13 @@ PER_REQUEST = re.compile(
 
 #: Words that a speed is the whole server's: output throughput ("吞吐 900 token/s", "total throughput",
 #: "900 tok/s in total"); the prompt's or the prefill's rate is neither this nor a request's.
-_THROUGHPUT_BEFORE = re.compile(r"(?:吞吐|throughput|total|aggregate|overall|combined|总|合计|整体|一共)(?![^\d]*(?:prefill|prompt|预填充|输入))[^\d]{0,16}$", re.IGNORECASE)
-_THROUGHPUT_AFTER = re.compile(r"\s*(?:in\s+total|total|overall|combined|aggregate|总共|合计|总吞吐)", re.IGNORECASE)
+#: Only words that name the server's total ("总是", "总之", "overall the speed" are not; a reviewer's find:
+#: "每个请求总是只有 20 token/s" was read as a total throughput).
+_THROUGHPUT_WORD = r"(?:吞吐|throughput|\baggregate\b|\btotal\b|总(?:吞吐|输出|速度|计|共)|合计|一共|in\s+total)"
+_THROUGHPUT_BEFORE = re.compile(_THROUGHPUT_WORD + r"(?![^\d]*(?:prefill|prompt|预填充|输入))[^\d]{0,16}$", re.IGNORECASE)
+_THROUGHPUT_AFTER = re.compile(r"\s*(?:in\s+total|total|aggregate|总共|合计|总吞吐)", re.IGNORECASE)
+#: Words in a figure's clause that make it each request's, whatever else the clause says
+_EACH = re.compile(r"\beach\b|\bper[- ](?:request|user|client|stream|sequence)\b|每(?:个|一个|路|条)?(?:请求|用户|并发|客户端|流)|每路", re.IGNORECASE)
 #: vLLM bench's "Total Token throughput" and words like it count prompt tokens with the output
 _COUNTS_INPUT = re.compile(r"total\s+tokens?\s+throughput|input\s*\+\s*output|in\s*\+\s*out|prompt\s*\+\s*(?:output|generation)|输入\s*[+加]\s*输出|总\s*token\s*吞吐", re.IGNORECASE)
 _PREFILL_WORD = re.compile(r"prefill|prompt|预填充|输入|input", re.IGNORECASE)
@@ -485,14 +491,15 @@ def _speed_roles(text: str, loads: list[tuple[int, int]]) -> tuple[float | None,
         value = float(m.group(1))
         if not 0 < value <= 100_000:
             continue
-        before = text[max(0, m.start() - 24) : m.start()]
         clause = _clause(text, m.start())
-        if _THROUGHPUT_BEFORE.search(before) or _THROUGHPUT_AFTER.match(text, m.end()):
+        before = text[max(clause[0], m.start() - 24) : m.start()]  # the throughput word in the figure's own clause
+        each = _EACH.search(text, clause[0], clause[1])
+        if not each and (_THROUGHPUT_BEFORE.search(before) or _THROUGHPUT_AFTER.match(text, m.end())):
             if not _PREFILL_WORD.search(text[max(clause[0], m.start() - 24) : m.start()]):
                 throughput.append(value)
                 counts_input = counts_input or bool(_COUNTS_INPUT.search(text[clause[0] : m.end() + 8]))
             continue
-        if _AGGREGATE.search(text[max(0, m.start() - 16) : m.start()]):
+        if each or _AGGREGATE.search(text[max(0, m.start() - 16) : m.start()]):
             continue
         marked = _SINGLE.search(text, clause[0], clause[1])
         loaded_before = any(_sentence_start(text, m.start()) <= at < m.start() and clients > 1 for at, clients in loads)

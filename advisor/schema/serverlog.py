@@ -64,6 +64,8 @@ class ServerLogInfo(BaseModel):
     #: over them, and how many there were (none where the drafter never proposed a token)
     spec_accepted_tokens: int | None = None
     spec_drafted_tokens: int | None = None
+    #: drafts proposed (drafted tokens over the draft length, the per-position list's length)
+    spec_drafts: float | None = None
     spec_metric_lines: int = 0
     #: stats lines the log holds; ``stats`` keeps the last MAX_STATS_LINES of them
     stats_lines_seen: int = 0
