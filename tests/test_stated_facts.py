@@ -554,6 +554,16 @@ def test_lengths_written_as_benchmark_write_ups_give_them(text, lengths):
     ("整体来看单个请求 50 token/s", 50, None, False, False),
     ("32 clients combined get only 40 tok/s each", None, None, False, True),
     ("速度总是只有 30 token/s", None, None, False, False),
+    # a rate is not one request alone, nor is "the GPU alone"; "single-user"; a throughput word with the load
+    # between it and the figure; what a total counts ("prompt+output") is no prefill (a reviewer's finds)
+    ("At 1 request/s the speed is 40 tok/s", None, None, False, False),
+    ("the GPU alone can do 3000 tok/s", None, None, False, False),
+    ("Single-user decode is 100 tok/s", 100, None, False, False),
+    ("one request alone gets 60 tok/s while 32 concurrent clients get 900 tok/s in total", 60, 900, False, False),
+    ("throughput at 64 users: 2000 tok/s", None, 2000, False, False),
+    ("吞吐在并发64时是 2000 token/s", None, 2000, False, False),
+    ("total throughput (prompt+output) 3000 tok/s at 16 clients", None, 3000, True, False),
+    ("The total is 40 tok/s per request at 32 clients", None, None, False, True),
 ])
 def test_a_speed_is_read_for_whom_the_words_say(text, single, throughput, counts_input, per_request):
     """One request alone's speed, the whole server's output rate and each request's speed at a load are

@@ -99,6 +99,13 @@ def decode_context(inputs: DiagnosisInputs) -> int:
     return (inputs.input_len or DEFAULT_CONTEXT_TOKENS) + (inputs.output_len or 0) // 2
 
 
+def _predicted_at(inputs: DiagnosisInputs, clients: int) -> tuple[BenchmarkRun | None, BenchmarkRun | None]:
+    """(the model's uncalibrated prediction at ``clients``, the same load with every kernel at its peak);
+    None for either the model did not make."""
+    run = next((r for r in inputs.predicted if not r.calibrated and not r.ceiling and r.offered_concurrency == clients), None)
+    return run, next((r for r in inputs.ceiling if r.offered_concurrency == clients), None)
+
+
 def _stated_at_load(inputs: DiagnosisInputs) -> StatedSpeed | None:
     """A per-request speed stated at one client count above one ("8 users, each gets 20 tok/s"), beside
     the model's per-request decode speed at that load (weights read once per step for the whole batch,
@@ -107,13 +114,12 @@ def _stated_at_load(inputs: DiagnosisInputs) -> StatedSpeed | None:
     said = inputs.stated
     if len(said.concurrency) != 1:
         return None
-    run = next((r for r in inputs.predicted if not r.calibrated and not r.ceiling and r.offered_concurrency == said.concurrency[0]), None)
+    run, best = _predicted_at(inputs, said.concurrency[0])
     tpot = _tpot(run) if run is not None else None
     output = run.request_output_tok_s.mean if run is not None and run.request_output_tok_s is not None else None
     if not tpot or not output:
         return None
     context = decode_context(inputs)
-    best = next((r for r in inputs.ceiling if r.offered_concurrency == said.concurrency[0]), None)  # every kernel at its peak
     best_tpot = _tpot(best) if best is not None else None
     return StatedSpeed(stated_tok_s=said.request_tok_s, modelled_tok_s=round(1000.0 / tpot, 1), context_tokens=context, load=run.load_label,
                        modelled_output_tok_s=round(output, 1), ceiling_tok_s=round(1000.0 / best_tpot, 1) if best_tpot else None)
@@ -173,8 +179,7 @@ def stated_throughput(inputs: DiagnosisInputs) -> StatedThroughput | None:
     if not said.throughput_tok_s or len(said.concurrency) != 1 or _files_measured(inputs):
         return None
     clients = said.concurrency[0]
-    run = next((r for r in inputs.predicted if not r.calibrated and not r.ceiling and r.offered_concurrency == clients), None)
-    best = next((r for r in inputs.ceiling if r.offered_concurrency == clients), None)
+    run, best = _predicted_at(inputs, clients)
     if run is None or not run.output_throughput_tok_s:
         return None
     # vLLM bench's "Total Token throughput" counts each request's prompt with its output

@@ -454,13 +454,15 @@ _THROUGHPUT_AFTER = re.compile(r"\s*(?:in\s+total|total|aggregate|总共|合计|
 #: Words in a figure's clause that make it each request's, whatever else the clause says
 _EACH = re.compile(r"\beach\b|\bper[- ](?:request|user|client|stream|sequence)\b|每(?:个|一个|路|条)?(?:请求|用户|并发|客户端|流)|每路", re.IGNORECASE)
 #: vLLM bench's "Total Token throughput" and words like it count prompt tokens with the output
-_COUNTS_INPUT = re.compile(r"total\s+tokens?\s+throughput|input\s*\+\s*output|in\s*\+\s*out|prompt\s*\+\s*(?:output|generation)|输入\s*[+加]\s*输出|总\s*token\s*吞吐", re.IGNORECASE)
+_COUNTS_INPUT = re.compile(r"total\s+tokens?\s+throughput|input\s*\+\s*output|\bin\s*\+\s*out\b|prompt\s*\+\s*(?:output|generation)|输入\s*[+加]\s*输出|总\s*token\s*吞吐", re.IGNORECASE)
 _PREFILL_WORD = re.compile(r"prefill|prompt|预填充|输入|input", re.IGNORECASE)
 #: A speed said of one request alone ("a single request gets 60 tok/s", "单个请求 60 token/s", "单并发
 #: 45 tok/s", "batch size 1"): only where no client count above one comes before it in its sentence
 #: ("并发 32 时，单个请求只有 20 token/s" is each request's at 32).
 _SINGLE = re.compile(
-    r"\b(?:single|one|1)\s+(?:request|user|client|stream|sequence|concurrent\s+(?:request|user|client))\b(?!s)|\balone\b|\bby itself\b"
+    # ... not a rate ("1 request/s", "one request every 100 ms") nor "the GPU alone"
+    r"\b(?:single|one|1)[-\s]+(?:request|user|client|stream|sequence|concurrent\s+(?:request|user|client))\b(?!s)(?!\s*(?:/|per\b|every\b|a\s+second))"
+    r"|\b(?:request|user|client|stream|sequence)s?\s+alone\b|\bby itself\b"
     r"|\bbatch[-_ ]?size\s*(?:of|=|:)?\s*1\b(?!\.\d)|\bbs\s*=\s*1\b|\bconcurrency\s*(?:of|=|:)?\s*1\b(?![.\d])|\bc\s*=\s*1\b(?![.\d])"
     r"|单(?:个|条|路)?(?:请求|用户|并发|路|流)|一个请求|1\s*个请求|并发\s*(?:数|度)?\s*(?:为|是|=|:|：)?\s*1(?![\d.])|1\s*(?:个|路)?\s*并发",
     re.IGNORECASE,
@@ -492,19 +494,20 @@ def _speed_roles(text: str, loads: list[tuple[int, int]]) -> tuple[float | None,
         if not 0 < value <= 100_000:
             continue
         clause = _clause(text, m.start())
-        before = text[max(clause[0], m.start() - 24) : m.start()]  # the throughput word in the figure's own clause
+        # the throughput word anywhere before the figure in its own clause ("throughput at 64 users: 2000 tok/s"),
+        # or right after it; a prompt's rate is neither ("prompt+output" names what a total counts, not a prefill)
+        before = text[clause[0] : m.start()]
         each = _EACH.search(text, clause[0], clause[1])
-        if not each and (_THROUGHPUT_BEFORE.search(before) or _THROUGHPUT_AFTER.match(text, m.end())):
-            if not _PREFILL_WORD.search(text[max(clause[0], m.start() - 24) : m.start()]):
+        if not each and (re.search(_THROUGHPUT_WORD, before, re.IGNORECASE) or _THROUGHPUT_AFTER.match(text, m.end())):
+            if not _PREFILL_WORD.search(_COUNTS_INPUT.sub(" ", before[-32:])):
                 throughput.append(value)
-                counts_input = counts_input or bool(_COUNTS_INPUT.search(text[clause[0] : m.end() + 8]))
+                counts_input = counts_input or bool(_COUNTS_INPUT.search(text, clause[0], clause[1]))
             continue
         if each or _AGGREGATE.search(text[max(0, m.start() - 16) : m.start()]):
             continue
         marked = _SINGLE.search(text, clause[0], clause[1])
-        loaded_before = any(_sentence_start(text, m.start()) <= at < m.start() and clients > 1 for at, clients in loads)
-        loaded_here = any(clause[0] <= at < clause[1] and clients > 1 for at, clients in loads)
-        if marked and not loaded_before and not loaded_here:
+        # a client count before the figure in its sentence makes it each request's at that load; one after it does not
+        if marked and not any(_sentence_start(text, m.start()) <= at < m.start() and clients > 1 for at, clients in loads):
             single.append(value)
     return _one(single), _one(throughput), counts_input
 
