@@ -107,7 +107,7 @@ def test_chinese_answer_uses_chinese_structure_and_tags():
     assert "## Why" not in md and "## Sources" not in md
     assert "**KV 缓存容量：KV 缓存只能同时容纳很少的长请求**" in md
     assert "- [实测] ITL p99 / p50：**85.2 毫秒** — bench.json" in md
-    assert "- [用户报告] 单请求输出速度（含 TTFT）（c=40）：**22 tok/s** — 案例文件" in md
+    assert "- [用户报告] 单请求输出速度（含 TTFT）（并发 40）：**22 tok/s** — 案例文件" in md  # the load worded in Chinese
     assert "KV 缓存容量：**327,120 个 token**（每个 token 在每张卡上 128 KiB，相当于 5.1 个请求（每个 64,000 个 token）） [模型估算]" in md
     assert "预计效果 [模型估算]：KV 缓存 327,120 个 token → 654,256 个 token" in md
     assert "### 2. 延迟主要来自排队等待，而不是计算（严重程度：中）" in md
@@ -168,8 +168,8 @@ def test_motivating_case_figures_come_from_the_model_and_the_user():
     assert "`tensor_parallel_size`：**2** [用户设置]" in md
     assert "`max_num_batched_tokens`：**2,048 个 token** [假定的默认值]" in md
     c40 = predicted["c=40"]
-    assert f"| c=40 | [模型估算] | {fmt_number(c40.request_output_tok_s.mean)} | {fmt_number(c40.request_decode_tok_s.mean)} |" in md
-    assert "| c=40 | [用户报告] | 22 | — | — | 880 |" in md
+    assert f"| 并发 40 | [模型估算] | {fmt_number(c40.request_output_tok_s.mean)} | {fmt_number(c40.request_decode_tok_s.mean)} |" in md
+    assert "| 并发 40 | [用户报告] | 22 | — | — | 880 |" in md
 
 
 def given_texts(inputs, diagnosis: Diagnosis, answer: Answer) -> list[str]:
@@ -201,7 +201,7 @@ def test_every_number_printed_has_a_source(language, shared_dir):
     answer = write_answer(inputs, diagnosis, language=language)
     assert unsupported_numbers(answer.markdown, given_texts(inputs, diagnosis, answer), rel=0.005, ignore_below=0) == []
     # The real vLLM bench file is a measured row (rate 4/s, 35.1 tok/s per request, 50.3 ms TTFT).
-    assert "| rate=4/s | [measured] | 35.1 | " in answer.markdown or "| rate=4/s | [实测] | 35.1 | " in answer.markdown
+    assert "| rate=4/s | [measured] | 35.1 | " in answer.markdown or "| 每秒 4 个请求 | [实测] | 35.1 | " in answer.markdown
 
 
 def test_every_number_printed_has_a_source_with_the_real_diagnosis():
