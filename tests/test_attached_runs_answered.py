@@ -201,3 +201,11 @@ def test_a_size_in_the_files_model_name_must_be_the_words_model():
 
     assert _words_model_wins("/tmp/e2e/models/llama31-8b", "Llama-3.1-8B")
     assert not _words_model_wins("/models/acme-chat-70b", "Llama-3.1-8B")
+
+
+def test_one_change_per_flag_the_users_own_setting_undone():
+    """"--max-num-seqs 1024" (the default back) and "--max-num-seqs 160" (sized from the server's lines) were
+    both offered with the same predicted effect: one change per flag, the one that undoes the user's setting."""
+    md = _ask("Why is TTFT so high at 32 concurrent users? Llama-3.1-8B-Instruct on one H100.", BENCHSERVE_RUN).answer.markdown
+    changes = md.split("## What to change", 1)[1].split("## ", 1)[0]
+    assert changes.count("--max-num-seqs") == 1 and "`--max-num-seqs 1024`" in changes

@@ -124,7 +124,7 @@ def test_seed_memo_in_chinese_with_facts_table_commands_and_plots(tmp_path, seed
     # Findings ranked by score, evidence with tags, sources numbered
     assert md.index("### 1. KV 缓存只能同时容纳很少的长请求") < md.index("### 2. 测量方法本身有误导")
     assert "- [模型估算] KV 缓存容量：**327,120 个 token**（每个 token 在每张卡上 128 KiB，相当于 5.1 个请求（每个 64,000 个 token）） — 模型" in md
-    assert "- [用户报告] 全服务输出吞吐（c=40）：**880 tok/s**（= 40 × 22 tok/s） — 案例文件" in md
+    assert "- [用户报告] 全服务输出吞吐（并发 40）：**880 tok/s**（= 40 × 22 tok/s） — 案例文件" in md
     assert "1. 调优要点：KV cache capacity and waiting requests <https://docs.vllm.ai/en/latest/configuration/optimization.html>" in md
     assert "2. 调优要点：Benchmark methodology" in md  # cited by a finding, added to the list
     assert "来源：[1]" in md and "来源：[2]" in md

@@ -338,17 +338,31 @@ def render_why(diagnosis: Diagnosis, language: str) -> list[str]:
     return out
 
 
+def change_key(r: Recommendation) -> str:
+    """What makes two changes one: the flags they set, whatever their values ("--max-num-seqs 1024", the
+    default back, and "--max-num-seqs 160", sized from the server's lines, were offered side by side with
+    the same predicted effect in a real H100 run's answer); a change without a flag, its words."""
+    names = sorted(t for t in (r.flag or "").split() if t.startswith("--"))
+    return " ".join(names) if names else (r.flag or r.change.id).strip().lower()
+
+
 def _recommendations(diagnosis: Diagnosis) -> list[tuple[Finding, Recommendation]]:
-    seen: set[str] = set()
-    out = []
-    for f in diagnosis.findings:
-        for r in f.recommendations:
-            key = (r.flag or r.change.id).strip().lower()
-            if key in seen:
-                continue
-            seen.add(key)
+    return _worse_last(_own_settings_first(unique_changes([(f, r) for f in diagnosis.findings for r in f.recommendations])))
+
+
+def unique_changes(recs: list[tuple[Finding, Recommendation]]) -> list[tuple[Finding, Recommendation]]:
+    """One change per ``change_key``, in order; of two, the one that puts the user's own setting back to
+    vLLM's default (what was done, undone) takes the place of the first."""
+    kept: dict[str, int] = {}
+    out: list[tuple[Finding, Recommendation]] = []
+    for f, r in recs:
+        key = change_key(r)
+        if key not in kept:
+            kept[key] = len(out)
             out.append((f, r))
-    return _worse_last(_own_settings_first(out))
+        elif r.change.id == "rec.setting_default" and out[kept[key]][1].change.id != "rec.setting_default":
+            out[kept[key]] = (f, r)
+    return out
 
 
 def _worse_last(recs: list[tuple[Finding, Recommendation]]) -> list[tuple[Finding, Recommendation]]:
@@ -684,14 +698,7 @@ def _top_changes(diagnosis: Diagnosis, first: list[Finding], left_out: list[Find
     at work (``at_work``): a change for a 5% finding is padding (the review found one in 23 of 30
     short answers). ``left_out``: findings the reply does not state (bring no change)."""
     order = first + [f for f in diagnosis.findings if f not in first and f not in left_out and at_work(f)]
-    recs: list[tuple[Finding, Recommendation]] = []
-    seen: set[str] = set()
-    for f in order:
-        for r in f.recommendations:
-            key = (r.flag or r.change.id).strip().lower()
-            if key not in seen:
-                seen.add(key)
-                recs.append((f, r))
+    recs = unique_changes([(f, r) for f in order for r in f.recommendations])
     recs.sort(key=lambda fr: (order.index(fr[0]) > 0 and fr[1].predicted_effect is None, 0))
     modelled = [x for x in recs if x[1].predicted_effect is not None and x[1].predicted_effect.id != "effect.not_modelled"]
     rest = [x for x in recs if x not in modelled]
