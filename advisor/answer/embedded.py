@@ -587,7 +587,7 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
     """The answer that fits a screen: the direct reply to what was asked (the reasons that bear on
     it, with their figures), the other findings in a line, the top changes with their predicted
     effect, where the full analysis is, and the sources cited above (a title and one URL each)."""
-    from .question import computed, direct_reply
+    from .question import computed, direct_reply, says_healthy
 
     p = Punct(language)
     question = _asked(inputs)
@@ -598,7 +598,7 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
     # the user's speed is what this hardware does (the verdict says so): a cause resting on words
     # alone is not then stated beside it as the reason, nor its change made (a reviewer's find: "Yes,
     # this is healthy" followed by "**the release in use is the cause**"); it stays among the others weighed
-    healthy = reply.verdict is not None and reply.verdict.id.endswith(("_at_model", "_near_ceiling", "_at_load"))
+    healthy = says_healthy(reply.verdict)
     # ... nor where the question plans a deployment ("how fast will it be?") and reports nothing it saw:
     # the model's figures answer it, and a cause has nothing to explain (an audit's find: "how fast will
     # DeepSeek-R1 run on eight H20s?" got "likeliest cause: max_num_batched_tokens" on similar reports alone)

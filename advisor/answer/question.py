@@ -441,6 +441,20 @@ SPEED_NEAR = 1.3
 ABOVE_CEILING = 1.1
 
 
+#: Verdicts that say what was seen is what this hardware does (or better): a cause resting on words alone
+#: is then not stated beside them as the reason (compose_short)
+_HEALTHY_SUFFIXES = ("_at_model", "_near_ceiling", "_at_load", "near_ceiling_load", "ttft_under_model", "ttft_near_model", "throughput_at", "throughput_at_why")
+
+
+def says_healthy(verdict: Msg | None) -> bool:
+    """The verdict (or each part of a pair) says the figures are about what this hardware gives, or more."""
+    if verdict is None:
+        return False
+    if verdict.id == "verdict.pair":
+        return all(says_healthy(part) for part in (verdict.args.get("first"), verdict.args.get("second")) if isinstance(part, Msg))
+    return verdict.id.endswith(_HEALTHY_SUFFIXES)
+
+
 def throughput_verdict(kind: str, diagnosis: Diagnosis) -> Msg | None:
     """The whole server's output rate the words state at one load beside the model's there ("并发 32 时吞吐
     900 token/s"): far below (half, as for a benchmark file: agreement.FAR_SLOWER), below by more than the
