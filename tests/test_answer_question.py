@@ -377,6 +377,9 @@ OPENINGS = [
      r"^At c=8 each request gets 60 tok/s, 6\d% of the performance model's \d+(\.\d)? tok/s of decode there"),
     ("Llama-3.1-8B-Instruct on one H100, 1000-token prompts, 200-token outputs, 8 users: each gets 150 tok/s. Normal?",
      r"^A fast server: at c=8 each request gets 150 tok/s, above the performance model's typical"),
+    # one request alone's speed and each request's at a load, both set beside the model's (a reviewer's find: "but" ends a clause)
+    ("Llama-3.1-8B-Instruct on one H100, vLLM 0.26.0, 2000-token prompts, 256-token outputs. One request alone runs at 80 tok/s but at 64 concurrent users each gets 20 tok/s. Normal?",
+     r"^For one request this is about what this hardware can do: .* Not what this hardware should give at c=64: the performance model gives each request about \d+(\.\d)? tok/s"),
     # the whole server's output rate at one load beside the model's there, and one request alone's beside
     # the model's single-request speed (a new user's find: "单个请求 60 token/s，并发 32 时吞吐 900" compared nothing)
     ("Qwen2.5-7B-Instruct on one A100 80GB, 1000-token prompts, 500-token outputs, 32 concurrent users, total throughput 1500 tok/s. Is that normal?",

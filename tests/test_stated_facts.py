@@ -564,6 +564,8 @@ def test_lengths_written_as_benchmark_write_ups_give_them(text, lengths):
     ("吞吐在并发64时是 2000 token/s", None, 2000, False, False),
     ("total throughput (prompt+output) 3000 tok/s at 16 clients", None, 3000, True, False),
     ("The total is 40 tok/s per request at 32 clients", None, None, False, True),
+    ("One request alone runs at 80 tok/s but at 64 concurrent each gets 20 tok/s", 80, None, False, True),
+    ("单个请求 60 token/s，但并发 32 时每个请求只有 20 token/s", 60, None, False, True),
 ])
 def test_a_speed_is_read_for_whom_the_words_say(text, single, throughput, counts_input, per_request):
     """One request alone's speed, the whole server's output rate and each request's speed at a load are

@@ -316,7 +316,7 @@ def question_verdict(question: str | None, diagnosis: Diagnosis) -> tuple[str | 
         return None, said
     if said is None and not diagnosis.disagreement and (said := capacity_verdict(question, diagnosis)) is not None:
         return None, said
-    stated = diagnosis.stated_speed is not None or diagnosis.stated_throughput is not None
+    stated = diagnosis.stated_speed is not None or diagnosis.stated_throughput is not None or diagnosis.stated_load_speed is not None
     if said is None and not stated and asked_figures(question):
         said = expected_verdict(diagnosis)
         if said is not None:
@@ -489,22 +489,25 @@ def expectation_verdict(kind: str, diagnosis: Diagnosis) -> Msg | None:
     or no of its own ("why"): one may be what the hardware does and the other not."""
     from ..schema.message import msg
 
-    throughput = diagnosis.stated_throughput
-    both = throughput is not None and diagnosis.stated_speed is not None
-    speed = _speed_verdict("why" if both else kind, diagnosis)
-    total = throughput_verdict("why" if both else kind, diagnosis)
-    if speed is not None and total is not None:
-        return msg("verdict.pair", first=speed, second=total)
-    return speed or total or _finding_verdict(kind, diagnosis)
+    stated = [x for x in (diagnosis.stated_speed, diagnosis.stated_load_speed, diagnosis.stated_throughput) if x is not None]
+    several = "why" if len(stated) > 1 else kind
+    parts = [p for p in (_speed_verdict(several, diagnosis.stated_speed), _speed_verdict(several, diagnosis.stated_load_speed),
+                         throughput_verdict(several, diagnosis)) if p is not None]
+    if not parts:
+        return _finding_verdict(kind, diagnosis)
+    said = parts[0]
+    for part in parts[1:]:
+        said = msg("verdict.pair", first=said, second=part)
+    return said
 
 
-def _speed_verdict(kind: str, diagnosis: Diagnosis) -> Msg | None:
-    """A per-request speed the words state beside the model's (``expectation_verdict``'s kinds); None
-    where none was stated or it falls between the bounds that say either."""
+def _speed_verdict(kind: str, speed) -> Msg | None:
+    """A per-request speed the words state (``speed``: a StatedSpeed, one request alone's or each
+    request's at a load) beside the model's (``expectation_verdict``'s kinds); None where none was
+    stated or it falls between the bounds that say either."""
     from ..diagnosis.agreement import AGREE_WITHIN
     from ..schema.message import msg, q
 
-    speed = diagnosis.stated_speed
     plain = "normal" if kind == "why" else kind  # "why so slow?" and "is it normal?" get the same "not what this hardware does"
     if speed is not None and speed.load:  # at the stated load: the model's per-request speed there
         args = dict(stated=q(speed.stated_tok_s, "tok/s"), modelled=q(speed.modelled_tok_s, "tok/s"), load=speed.load,

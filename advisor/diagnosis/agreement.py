@@ -171,6 +171,17 @@ def stated_speed(inputs: DiagnosisInputs) -> StatedSpeed | None:
                        release_tok_s=release_tok_s, release=release)
 
 
+def stated_load_speed(inputs: DiagnosisInputs) -> StatedSpeed | None:
+    """Each request's speed at one load where the words also give one request alone's ("alone 80 tok/s,
+    but at 64 each gets 20"): ``stated_speed`` compares the one alone, this the one at the load."""
+    said = inputs.stated
+    if not (said.single_tok_s and said.request_tok_s and said.per_request) or said.request_tok_s == said.single_tok_s:
+        return None
+    if inputs.engine is None or _files_measured(inputs) or not any(c > 1 for c in said.concurrency):
+        return None
+    return _stated_at_load(inputs)
+
+
 def stated_throughput(inputs: DiagnosisInputs) -> StatedThroughput | None:
     """The whole server's output rate the words state at one client count ("并发 32 时吞吐 900 token/s"),
     beside the model's at that load, at its sourced efficiency and at the hardware's peak: None where no

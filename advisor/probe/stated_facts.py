@@ -469,7 +469,7 @@ _SINGLE = re.compile(
 )
 #: A sentence ends at these; a clause (of a sentence) also at commas.
 _SENTENCE_END = re.compile(r"[。！？!?;；\n]|\.(?!\d)")
-_CLAUSE_END = re.compile(r"[，,、]")
+_CLAUSE_END = re.compile(r"[，,、]|\b(?:but|while|whereas)\b|但是|但", re.IGNORECASE)  # "... alone 80 tok/s but at 64 each gets 20": two clauses
 
 
 def _sentence_start(text: str, at: int) -> int:
@@ -484,11 +484,11 @@ def _clause(text: str, at: int) -> tuple[int, int]:
     return start, min(after) if after else len(text)
 
 
-def _speed_roles(text: str, loads: list[tuple[int, int]]) -> tuple[float | None, float | None, bool]:
+def _speed_roles(text: str, loads: list[tuple[int, int]]) -> tuple[float | None, float | None, bool, float | None]:
     """(one request alone's speed, the whole server's output rate, whether that rate counts prompt
-    tokens too) the words state: each one figure (two different ones: none). ``loads``: (position,
-    clients) of each client count read in ``text``."""
-    single, throughput, counts_input = [], [], False
+    tokens too, each request's speed where the words say "each") the words state: each one figure (two
+    different ones: none). ``loads``: (position, clients) of each client count read in ``text``."""
+    single, throughput, counts_input, each_request = [], [], False, []
     for m in _SPEED.finditer(text):
         value = float(m.group(1))
         if not 0 < value <= 100_000:
@@ -503,13 +503,16 @@ def _speed_roles(text: str, loads: list[tuple[int, int]]) -> tuple[float | None,
                 throughput.append(value)
                 counts_input = counts_input or bool(_COUNTS_INPUT.search(text, clause[0], clause[1]))
             continue
-        if each or _AGGREGATE.search(text[max(0, m.start() - 16) : m.start()]):
+        if each:
+            each_request.append(value)
+            continue
+        if _AGGREGATE.search(text[max(0, m.start() - 16) : m.start()]):
             continue
         marked = _SINGLE.search(text, clause[0], clause[1])
         # a client count before the figure in its sentence makes it each request's at that load; one after it does not
         if marked and not any(_sentence_start(text, m.start()) <= at < m.start() and clients > 1 for at, clients in loads):
             single.append(value)
-    return _one(single), _one(throughput), counts_input
+    return _one(single), _one(throughput), counts_input, _one(each_request)
 
 
 def read_stated_facts(text: str | None) -> StatedFacts:
@@ -554,7 +557,7 @@ def read_stated_facts(text: str | None) -> StatedFacts:
     loads = [(m.start(i), int(g)) for m in _CONCURRENCY.finditer(said) for i, g in enumerate(m.groups(), start=1)
              if g and _owner(said, m.start(i)) in (None, "concurrency")]
     concurrency = sorted({clients for _, clients in loads} - {0})
-    single_tok_s, throughput_tok_s, counts_input = _speed_roles(said, loads)
+    single_tok_s, throughput_tok_s, counts_input, each_tok_s = _speed_roles(said, loads)
     inputs, outputs = _lengths(_INPUT, said, "input"), _lengths(_OUTPUT, said, "output")
     return StatedFacts(
         model=_model(text),
@@ -572,7 +575,8 @@ def read_stated_facts(text: str | None) -> StatedFacts:
         reports_figures=bool(_FIGURE.search(text)),
         flags=_flags(text),
         quantization=_quantization(text),
-        request_tok_s=_request_speed(text),
+        # "alone 80 tok/s, but at 64 each gets 20": the figure the words say is each request's, beside one alone's
+        request_tok_s=_request_speed(text) or (each_tok_s if single_tok_s else None),
         single_tok_s=single_tok_s,
         throughput_tok_s=throughput_tok_s,
         throughput_counts_input=counts_input and throughput_tok_s is not None,

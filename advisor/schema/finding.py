@@ -231,6 +231,9 @@ class Diagnosis(BaseModel):
     disagreement: ModelAgreement | None = None
     #: a single-request speed the words state, beside the model's (None: none stated, or not modelled)
     stated_speed: StatedSpeed | None = None
+    #: each request's speed the words state at one load beside one request alone's ("alone 80 tok/s, but at
+    #: 64 each gets 20"), beside the model's there (None: not stated so, or not modelled)
+    stated_load_speed: StatedSpeed | None = None
     #: the measured time to first token at the slowest measured load point, beside the model's (None: no benchmark file gives one)
     measured_ttft: MeasuredTTFT | None = None
     #: the whole server's output rate the words state at one load, beside the model's (None: none stated, or not modelled)
