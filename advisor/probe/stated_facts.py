@@ -427,6 +427,10 @@ _SPEED = re.compile(r"(?<![\d.,])(\d{1,5}(?:\.\d+)?)\s*(?:tok(?:en)?s?\s*/\s*(?:
 _AGGREGATE = re.compile(r"吞吐|throughput|\baggregate\b|\btotal\b|\boverall\b|\bcombined\b|总(?:吞吐|输出|速度|计|共)|合计|一共|整体吞吐|prefill|prompt|预填充|输入", re.IGNORECASE)
 
 
+#: A rate written number-last in Chinese ("每秒大概 35 个 token", "每秒输出 30 个 token"): read as "35 token/s"
+_EVERY_SECOND = re.compile(r"每\s*秒(?:钟)?\s*(?:输出|生成|能出|能跑|只有|才|大概|大约|约|有|能有)*\s*(?P<n>\d+(?:\.\d+)?)\s*(?:多)?\s*个?\s*(?:token|tokens|tok)\b", re.IGNORECASE)
+
+
 def _request_speed(text: str) -> float | None:
     """The one per-request speed the words state (two different ones, or one after a throughput word: none)."""
     values = [float(m.group(1)) for m in _SPEED.finditer(text) if not _AGGREGATE.search(text[max(0, m.start() - 16) : m.start()])]
@@ -553,7 +557,7 @@ def read_stated_facts(text: str | None) -> StatedFacts:
     num_gpus = _one(counts)
     if num_gpus is None and tp is not None and not any(counts):
         num_gpus = tp
-    said = _arabic(masked)
+    said = _EVERY_SECOND.sub(r"\g<n> token/s", _arabic(masked))
     loads = [(m.start(i), int(g)) for m in _CONCURRENCY.finditer(said) for i, g in enumerate(m.groups(), start=1)
              if g and _owner(said, m.start(i)) in (None, "concurrency")]
     concurrency = sorted({clients for _, clients in loads} - {0})
@@ -576,7 +580,7 @@ def read_stated_facts(text: str | None) -> StatedFacts:
         flags=_flags(text),
         quantization=_quantization(text),
         # "alone 80 tok/s, but at 64 each gets 20": the figure the words say is each request's, beside one alone's
-        request_tok_s=_request_speed(text) or (each_tok_s if single_tok_s else None),
+        request_tok_s=_request_speed(_EVERY_SECOND.sub(r"\g<n> token/s", text)) or (each_tok_s if single_tok_s else None),
         single_tok_s=single_tok_s,
         throughput_tok_s=throughput_tok_s,
         throughput_counts_input=counts_input and throughput_tok_s is not None,
