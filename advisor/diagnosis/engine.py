@@ -387,11 +387,11 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
             # such a length, or one being planned needs it (vLLM refuses to start on the model's default)
             default = engine.model.max_position_embeddings or 0
             if cfg.max_model_len >= default:
-                out.append(msg("note.max_model_len_assumed", tokens=q(cfg.max_model_len, "tokens")))
+                out.append(msg("note.max_model_len_assumed", flag=str(cfg.max_model_len)))  # a flag's value, as typed: no separators
             elif inputs.served:
-                out.append(msg("note.max_model_len_served", tokens=q(cfg.max_model_len, "tokens")))
+                out.append(msg("note.max_model_len_served", flag=str(cfg.max_model_len)))  # a flag's value, as typed: no separators
             else:
-                out.append(msg("note.max_model_len_needed", tokens=q(cfg.max_model_len, "tokens"), default=q(default, "tokens")))
+                out.append(msg("note.max_model_len_needed", flag=str(cfg.max_model_len), default=q(default, "tokens")))
         if served_not_fit:
             out.append(msg("note.served_but_does_not_fit", kv=q(round(engine.memory.kv_cache_gib, 2), "GiB")))
         if inputs.served_near_fit:
