@@ -380,6 +380,8 @@ OPENINGS = [
     # one request alone's speed and each request's at a load, both set beside the model's (a reviewer's find: "but" ends a clause)
     ("Llama-3.1-8B-Instruct on one H100, vLLM 0.26.0, 2000-token prompts, 256-token outputs. One request alone runs at 80 tok/s but at 64 concurrent users each gets 20 tok/s. Normal?",
      r"^For one request this is about what this hardware can do: .* Not what this hardware should give at c=64: the performance model gives each request about \d+(\.\d)? tok/s"),
+    # "is the KV cache too small? how many can it hold?": the count answers both (a Chinese user's find)
+    ("Qwen2.5-7B-Instruct 部署在 A100 40G 上，KV缓存是不是太小了？能支持多少并发？输入 1k 输出 1k", r"^KV 缓存一次约能放下 \d+ 个请求，每个 2,000 个 token"),
     # the whole server's output rate at one load beside the model's there, and one request alone's beside
     # the model's single-request speed (a new user's find: "单个请求 60 token/s，并发 32 时吞吐 900" compared nothing)
     ("Qwen2.5-7B-Instruct on one A100 80GB, 1000-token prompts, 500-token outputs, 32 concurrent users, total throughput 1500 tok/s. Is that normal?",
@@ -462,3 +464,10 @@ def test_an_unspaced_chinese_sentence_is_not_an_elliptical_normal():
 
     assert asked_expectation("吞吐正常但延迟很高怎么办？") is None
     assert asked_expectation("Normal?") == "normal"
+
+
+def test_a_prompt_beyond_the_models_positions_is_said_in_the_short_answer():
+    """63K-token prompts to Qwen2.5-14B (32,768 positions): modelled at the workload's length, and the short
+    answer says vLLM takes it only with position scaling configured (a Chinese user's find: not said)."""
+    md = Session(kb=False).answer("Qwen2.5-14B-Instruct 单卡 L20 48G，输入 63K，首 token 要等 20 多秒，正常吗？").answer.markdown
+    assert "而负载的请求比模型原生的 32,768 个 token 位置更长：按 `--max-model-len 63000` 计算" in md

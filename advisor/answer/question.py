@@ -311,6 +311,8 @@ def question_verdict(question: str | None, diagnosis: Diagnosis) -> tuple[str | 
     normal?" or "did I set something up wrong?", (None, the verdict on the leading finding's kind);
     else (None, None): what both the short and the full answer open with."""
     asked = asked_causes(question)
+    if asked is not None and asked.causes[0] == "kv_capacity" and not diagnosis.disagreement and (room := capacity_verdict(question, diagnosis)) is not None:
+        return None, room  # "KV缓存是不是太小了？能支持多少并发？": how many it holds answers both (a Chinese user's find)
     said = verdict(asked, diagnosis)
     if said is None and (said := parallel_choice_verdict(question, diagnosis)) is not None:
         return None, said

@@ -387,7 +387,7 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
             # such a length, or one being planned needs it (vLLM refuses to start on the model's default)
             default = engine.model.max_position_embeddings or 0
             if cfg.max_model_len >= default:
-                out.append(msg("note.max_model_len_assumed", flag=str(cfg.max_model_len)))  # a flag's value, as typed: no separators
+                out.append(msg("note.max_model_len_assumed", flag=str(cfg.max_model_len), native=q(default, "tokens")))  # a flag's value, as typed: no separators
             elif inputs.served:
                 out.append(msg("note.max_model_len_served", flag=str(cfg.max_model_len)))  # a flag's value, as typed: no separators
             else:
