@@ -326,10 +326,7 @@ def question_verdict(question: str | None, diagnosis: Diagnosis) -> tuple[str | 
     if said is None and "first_token" in topics(question) and (said := ttft_verdict(diagnosis)) is not None:
         # "why is TTFT so high?" with a benchmark file: its figure beside the model's first, then whether the
         # rest of what was measured is what the model predicts
-        from ..schema.message import msg
-
-        agreed = agreement_verdict(diagnosis)
-        return None, msg("verdict.pair", first=said, second=agreed) if agreed is not None else said
+        return None, _joined([said, agreement_verdict(diagnosis)])
     if said is None and (kind := asked_expectation(question)) is not None:
         said = expectation_verdict(kind, diagnosis)
         return None, said if said is not None else agreement_verdict(diagnosis)
@@ -489,16 +486,19 @@ def expectation_verdict(kind: str, diagnosis: Diagnosis) -> Msg | None:
     (one request's, the whole server's at a load, or both) beside the model's first, else the leading
     finding's kind (``_finding_verdict``). Where both speeds were stated each is compared without a yes
     or no of its own ("why"): one may be what the hardware does and the other not."""
-    from ..schema.message import msg
-
     stated = [x for x in (diagnosis.stated_speed, diagnosis.stated_load_speed, diagnosis.stated_throughput) if x is not None]
     several = "why" if len(stated) > 1 else kind
-    parts = [p for p in (_speed_verdict(several, diagnosis.stated_speed), _speed_verdict(several, diagnosis.stated_load_speed),
-                         throughput_verdict(several, diagnosis)) if p is not None]
-    if not parts:
-        return _finding_verdict(kind, diagnosis)
-    said = parts[0]
-    for part in parts[1:]:
+    parts = [_speed_verdict(several, diagnosis.stated_speed), _speed_verdict(several, diagnosis.stated_load_speed), throughput_verdict(several, diagnosis)]
+    return _joined(parts) or _finding_verdict(kind, diagnosis)
+
+
+def _joined(parts: list[Msg | None]) -> Msg | None:
+    """The verdicts given, one after the other ("verdict.pair", folded from the left); None where none was."""
+    from ..schema.message import msg
+
+    given = [p for p in parts if p is not None]
+    said = given[0] if given else None
+    for part in given[1:]:
         said = msg("verdict.pair", first=said, second=part)
     return said
 

@@ -286,15 +286,17 @@ def _capacity(inputs: DiagnosisInputs, figures: ExpectedFigures) -> None:
 def measured_ttft(inputs: DiagnosisInputs) -> MeasuredTTFT | None:
     """The measured load point (a benchmark file, not words) with the highest median time to first token,
     and the model's uncalibrated prediction at the same load where it made one."""
-    runs = [m for m in inputs.measured if m.format != "observations" and m.ttft_ms is not None and (m.ttft_ms.median or m.ttft_ms.mean)]
+    def middle(run: BenchmarkRun | None) -> float | None:
+        return (run.ttft_ms.median or run.ttft_ms.mean) if run is not None and run.ttft_ms is not None else None
+
+    runs = [m for m in inputs.measured if m.format != "observations" and middle(m)]
     if not runs:
         return None
-    slowest = max(runs, key=lambda m: m.ttft_ms.median or m.ttft_ms.mean)
-    predicted = next((p for p in inputs.predicted if not p.calibrated and not p.ceiling and p.load_label == slowest.load_label), None)
-    p_ttft = predicted.ttft_ms if predicted is not None else None
+    slowest = max(runs, key=middle)
+    predicted = middle(next((p for m, p in measured_with_predictions(inputs) if m is slowest), None))
     return MeasuredTTFT(
         load=slowest.load_label,
-        median_ms=round(slowest.ttft_ms.median or slowest.ttft_ms.mean, 1),
+        median_ms=round(middle(slowest), 1),
         p99_ms=round(slowest.ttft_ms.pct(99), 1) if slowest.ttft_ms.pct(99) else None,
-        predicted_median_ms=round(p_ttft.median or p_ttft.mean, 1) if p_ttft is not None and (p_ttft.median or p_ttft.mean) else None,
+        predicted_median_ms=round(predicted, 1) if predicted else None,
     )

@@ -63,7 +63,10 @@ class Board:
         *evidence: Evidence,
         reason: Msg | None = None,
         recommendation: Recommendation | None = None,
+        lead: bool = False,
     ) -> None:
+        """``lead``: the reason goes before those the cause has (a measurement that says more than the
+        setting alone: the short answer quotes the first)."""
         h = self.get(cause)
         h.score += weight
         kind = evidence[0].kind if evidence else "other"
@@ -72,7 +75,7 @@ class Board:
             if e not in h.evidence:
                 h.evidence.append(e)
         if reason is not None and reason not in h.reasons:
-            h.reasons.append(reason)
+            h.reasons.insert(0 if lead else len(h.reasons), reason)
         if recommendation is not None:
             h.recommendations.append(recommendation)
 

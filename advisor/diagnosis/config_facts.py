@@ -231,11 +231,10 @@ def _max_num_seqs_below_clients(inputs: DiagnosisInputs, board: Board, cfg) -> N
         cfg("max_num_seqs", seqs),
         Evidence(kind="reported", origin="workload", label=msg("ev.setting", name="concurrency"), value=float(clients), unit="clients"),
         reason=msg("reason.max_num_seqs_below_clients", seqs=seqs, clients=clients, waiting=clients - seqs),
+        # the clients the cap turns away answer "why do requests queue?" before what the cap admits at full length
+        # (a Chinese user's find: "--max-num-seqs 16 at 64 clients" opened with "16 admits more than 7.09 fit")
+        lead=True,
     )
-    # the clients the cap turns away answer "why do requests queue?" before what the cap admits at full length
-    # (a Chinese user's find: "--max-num-seqs 16 at 64 clients" opened with "16 admits more than 7.09 fit")
-    reasons = board.get("max_num_seqs_limit").reasons
-    reasons.insert(0, reasons.pop())
 
 
 #: AMD GPUs by the names reports give them (Instinct MI2xx/MI3xx, Radeon RX/PRO, gfx targets)

@@ -64,21 +64,15 @@ def _spec_decode_drafts(inputs: DiagnosisInputs, board: Board) -> None:
         if generated <= 0:
             return
         evidence = _file(msg("ev.spec_drafted"), 0.0, "tokens", msg("detail.spec_generated", generated=q(generated, "tokens")), where=source, origin="metrics")
-        _measured_reason_first(board, "spec_decode", evidence, msg("reason.spec_no_drafts", generated=q(generated, "tokens")))
+        # what the counters measured goes before "speculative decoding is on" (the setting alone)
+        board.add("spec_decode", 3.0, evidence, reason=msg("reason.spec_no_drafts", generated=q(generated, "tokens")), lead=True)
         return
     rate = accepted / drafted
     evidence = _file(msg("ev.spec_acceptance"), round(100 * rate, 1), "%", msg("detail.spec_accepted", accepted=q(accepted, "tokens"), drafted=q(drafted, "tokens")), where=source, origin="metrics")
     gain = accepted / drafts if drafts else None
     if gain is not None and gain < LOW_GAIN:
         reason = msg("reason.spec_low_acceptance", accepted=q(accepted, "tokens"), drafted=q(drafted, "tokens"), pct=q(round(100 * rate, 1), "%"), gain=round(gain, 2))
-        _measured_reason_first(board, "spec_decode", evidence, reason, weight=2.5)
-
-
-def _measured_reason_first(board: Board, cause: str, evidence: Evidence, reason: Msg, weight: float = 3.0) -> None:
-    """Evidence with its reason, the reason put before those a setting alone gave (speculative decoding
-    "is on", then what its counters measured: the short answer shows the first)."""
-    board.add(cause, weight, evidence)
-    board.get(cause).reasons.insert(0, reason)
+        board.add("spec_decode", 2.5, evidence, reason=reason, lead=True)
 
 
 #: A value that changes with every request, named in the words or the pasted prompt code: placed before

@@ -159,22 +159,18 @@ def _memory_fraction_fit(inputs: DiagnosisInputs, board: Board, length: int, fit
     its KV cache holds: the requests that fit at the default, beside those that fit at theirs (a
     planted run at 0.35: 11 of 48 fit, 53 at the default; the setting went unnamed without a
     simulated load). A cause where the default holds ESTABLISHING_GAIN times as many."""
-    from ..errors import AdvisorError
-    from ..perf.predict import build_engine_model
     from ..schema import Recommendation
-    from .setting_cost import ESTABLISHING_GAIN  # the same bar as a setting's costed gain
+    from .setting_cost import ESTABLISHING_GAIN, _default_engine  # the same default, and the same bar as a setting's costed gain
 
     engine = inputs.engine
     if engine.config.source_of("gpu_memory_utilization") != "user" or inputs.modelled_args is None:
         return
-    try:
-        default = build_engine_model(inputs.deployment, inputs.modelled_args.model_copy(update={"gpu_memory_utilization": None}),
-                                     needed_model_len=length, derived=inputs.modelled_derived, memory_params=inputs.memory_params)
-    except AdvisorError:
+    default, value = _default_engine(inputs, "gpu_memory_utilization", calibrated=False)
+    yours = engine.config.gpu_memory_utilization
+    if default is None or value <= yours:
         return
-    yours, value = engine.config.gpu_memory_utilization, default.config.gpu_memory_utilization
     default_fit = default.memory.requests_that_fit(length)
-    if value <= yours or not default.memory.fits or default_fit < ESTABLISHING_GAIN * fit:
+    if default_fit < ESTABLISHING_GAIN * fit:
         return
     enough = msg("reason.memory_fraction_enough", clients=clients) if default_fit >= clients else ""
     board.add(

@@ -136,13 +136,14 @@ def _prefix_recomputed(inputs: DiagnosisInputs):
 
 def _default_engine(inputs: DiagnosisInputs, setting: str, *, calibrated: bool):
     """(the engine model with ``setting`` at vLLM's default, that default), or (None, None) when the
-    default is the user's own value or the model cannot build it. ``calibrated``: the user's prediction
+    default is the user's own value or the model cannot build it (or fit it; sized for the prompt alone
+    where no output length is known: physics._memory_fraction_fit). ``calibrated``: the user's prediction
     used the efficiencies fitted to their measurements (inputs.calibration), so the default's does too."""
     from ..perf.predict import build_engine_model
 
     try:
         default = build_engine_model(
-            inputs.deployment, inputs.modelled_args.model_copy(update=dict.fromkeys(_resets(inputs, setting))), needed_model_len=inputs.input_len + inputs.output_len,
+            inputs.deployment, inputs.modelled_args.model_copy(update=dict.fromkeys(_resets(inputs, setting))), needed_model_len=inputs.input_len + (inputs.output_len or 0),
             derived=inputs.modelled_derived,
             memory_params=inputs.memory_params,
         )

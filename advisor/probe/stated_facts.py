@@ -424,7 +424,6 @@ def _quantization(text: str) -> str | None:
 #: A per-request speed: a number with a tokens-per-second unit ("8 token/s", "11 tok/s", "每秒 30 个 token"
 #: is left out: its number comes after), not after a word of throughput or of the whole server.
 _SPEED = re.compile(r"(?<![\d.,])(\d{1,5}(?:\.\d+)?)\s*(?:tok(?:en)?s?\s*/\s*(?:s|sec|秒)\b|t/s\b|tokens?\s+per\s+second|token\s*每秒|个?\s*token\s*/\s*秒)", re.IGNORECASE)
-_AGGREGATE = re.compile(r"吞吐|throughput|\baggregate\b|\btotal\b|\boverall\b|\bcombined\b|总(?:吞吐|输出|速度|计|共)|合计|一共|整体吞吐|prefill|prompt|预填充|输入", re.IGNORECASE)
 
 
 #: A rate written number-last in Chinese ("每秒大概 35 个 token", "每秒输出 30 个 token"): read as "35 token/s"
@@ -441,10 +440,12 @@ def _request_speed(text: str) -> float | None:
 #: Words that make a speed stated at many clients each request's ("8 users, each gets 20 tok/s", "每个请求 20 token/s").
 #: The words must stand by the speed ("per request" also describes lengths: "1000 input tokens per request").
 _RATE = r"\d[\d.]*\s*(?:tok(?:en)?s?\s*/\s*(?:s|sec|秒)|t/s|tokens?\s+per\s+second)"
+_PER = r"per[- ](?:request|user|client|stream|sequence)"
+_ZH_EACH = r"每(?:个|一个|路|条)?(?:请求|用户|并发|客户端|流)"
 PER_REQUEST = re.compile(
-    r"(?:\beach\s+(?:request|user|client|stream|sequence|one|of them)?\s*(?:gets?|got|sees?|decodes?|generates?|only|runs?)\b|\bper[- ](?:request|user|client|stream|sequence)\b"
-    r"|每(?:个|一个|路|条)?(?:请求|用户|并发|客户端|流))[^.;,。；，\n]{0,24}?" + _RATE
-    + r"|" + _RATE + r"\s*(?:each|per[- ](?:request|user|client|stream|sequence))\b",
+    r"(?:\beach\s+(?:request|user|client|stream|sequence|one|of them)?\s*(?:gets?|got|sees?|decodes?|generates?|only|runs?)\b|\b" + _PER + r"\b"
+    r"|" + _ZH_EACH + r")[^.;,。；，\n]{0,24}?" + _RATE
+    + r"|" + _RATE + r"\s*(?:each|" + _PER + r")\b",
     re.IGNORECASE,
 )
 
@@ -453,10 +454,12 @@ PER_REQUEST = re.compile(
 #: Only words that name the server's total ("总是", "总之", "overall the speed" are not; a reviewer's find:
 #: "每个请求总是只有 20 token/s" was read as a total throughput).
 _THROUGHPUT_WORD = r"(?:吞吐|throughput|\baggregate\b|\btotal\b|总(?:吞吐|输出|速度|计|共)|合计|一共|in\s+total)"
-_THROUGHPUT_BEFORE = re.compile(_THROUGHPUT_WORD + r"(?![^\d]*(?:prefill|prompt|预填充|输入))[^\d]{0,16}$", re.IGNORECASE)
+_THROUGHPUT = re.compile(_THROUGHPUT_WORD, re.IGNORECASE)
+#: Words before a figure that make it no one request's: the server's total, "overall"/"combined", or the prompt's
+_AGGREGATE = re.compile(_THROUGHPUT_WORD + r"|\boverall\b|\bcombined\b|整体吞吐|prefill|prompt|预填充|输入", re.IGNORECASE)
 _THROUGHPUT_AFTER = re.compile(r"\s*(?:in\s+total|total|aggregate|总共|合计|总吞吐)", re.IGNORECASE)
 #: Words in a figure's clause that make it each request's, whatever else the clause says
-_EACH = re.compile(r"\beach\b|\bper[- ](?:request|user|client|stream|sequence)\b|每(?:个|一个|路|条)?(?:请求|用户|并发|客户端|流)|每路", re.IGNORECASE)
+_EACH = re.compile(r"\beach\b|\b" + _PER + r"\b|" + _ZH_EACH + r"|每路", re.IGNORECASE)
 #: vLLM bench's "Total Token throughput" and words like it count prompt tokens with the output
 _COUNTS_INPUT = re.compile(r"total\s+tokens?\s+throughput|input\s*\+\s*output|\bin\s*\+\s*out\b|prompt\s*\+\s*(?:output|generation)|输入\s*[+加]\s*输出|总\s*token\s*吞吐", re.IGNORECASE)
 _PREFILL_WORD = re.compile(r"prefill|prompt|预填充|输入|input", re.IGNORECASE)
@@ -502,7 +505,7 @@ def _speed_roles(text: str, loads: list[tuple[int, int]]) -> tuple[float | None,
         # or right after it; a prompt's rate is neither ("prompt+output" names what a total counts, not a prefill)
         before = text[clause[0] : m.start()]
         each = _EACH.search(text, clause[0], clause[1])
-        if not each and (re.search(_THROUGHPUT_WORD, before, re.IGNORECASE) or _THROUGHPUT_AFTER.match(text, m.end())):
+        if not each and (_THROUGHPUT.search(before) or _THROUGHPUT_AFTER.match(text, m.end())):
             if not _PREFILL_WORD.search(_COUNTS_INPUT.sub(" ", before[-32:])):
                 throughput.append(value)
                 counts_input = counts_input or bool(_COUNTS_INPUT.search(text, clause[0], clause[1]))

@@ -42,9 +42,10 @@ def compute_window(snapshots: Sequence[MetricsSnapshot]) -> MetricsWindow:
     if not snapshots:
         raise InputFileError("no metrics snapshots to compare (need at least one, ideally two or more)")
     notes: list[str] = []
-    snaps = _ordered(list(snapshots), notes)
+    snaps = list(snapshots)
+    order = _ordered(snaps, [_extract(s) for s in snaps], notes)  # each snapshot read once, its values ordered with it
     return window_from_steps(
-        [_extract(s) for s in snaps], [s.source for s in snaps], [s.timestamp for s in snaps], notes
+        [e for _, e in order], [s.source for s, _ in order], [s.timestamp for s, _ in order], notes
     )
 
 
@@ -431,30 +432,32 @@ def quantile_with_bounds(
 # helpers
 
 
-def _ordered(snaps: list[MetricsSnapshot], notes: list[str]) -> list[MetricsSnapshot]:
+def _ordered(snaps: list[MetricsSnapshot], extracted: list[StepValues], notes: list[str]) -> list[tuple[MetricsSnapshot, StepValues]]:
+    """The snapshots (each with its values) in time order: by their timestamps, else, where they carry
+    none, by their counters (``_ordered_by_counters``); as given otherwise."""
+    pairs = list(zip(snaps, extracted))
     stamps = [s.timestamp for s in snaps]
     if all(t is not None for t in stamps) and stamps != sorted(stamps):  # type: ignore[type-var]
         notes.append("snapshots were not in time order; sorted by timestamp")
-        return sorted(snaps, key=lambda s: s.timestamp)  # type: ignore[arg-type,return-value]
+        return sorted(pairs, key=lambda p: p[0].timestamp)  # type: ignore[arg-type,return-value]
     if any(t is None for t in stamps) and len(snaps) > 1:
-        by_counters = _ordered_by_counters(snaps)
-        if by_counters is not None and by_counters != snaps:
+        order = _ordered_by_counters([e.counters for e in extracted])
+        if order is not None and order != sorted(order):
             notes.append("snapshots carry no timestamps and were not in the order their counters grew; ordered by their counters")
-            return by_counters
-    return snaps
+            return [pairs[i] for i in order]
+    return pairs
 
 
-def _ordered_by_counters(snaps: list[MetricsSnapshot]) -> list[MetricsSnapshot] | None:
-    """Dumps without timestamps in the order their counters grew, where every counter they share agrees
+def _ordered_by_counters(counters: list[dict[SeriesKey, float]]) -> list[int] | None:
+    """The order (indexes) in which dumps without timestamps grew, where every counter they share agrees
     on it ("metrics_after.txt" sorts before "metrics_before.txt"; a real H100 run read that way counted
     a restart and no work); None where the counters disagree (a restart between them keeps the given order)."""
-    counters = [_extract(s).counters for s in snaps]
-    order = sorted(range(len(snaps)), key=lambda i: sum(counters[i].values()))
+    order = sorted(range(len(counters)), key=lambda i: sum(counters[i].values()))
     for a, b in zip(order, order[1:]):
         shared = counters[a].keys() & counters[b].keys()
         if not shared or any(counters[a][k] > counters[b][k] for k in shared):
             return None
-    return [snaps[i] for i in order]
+    return order
 
 
 def _keys_in_order(dicts) -> list[SeriesKey]:
