@@ -467,7 +467,17 @@ def test_an_unspaced_chinese_sentence_is_not_an_elliptical_normal():
 
 
 def test_a_prompt_beyond_the_models_positions_is_said_in_the_short_answer():
-    """63K-token prompts to Qwen2.5-14B (32,768 positions): modelled at the workload's length, and the short
-    answer says vLLM takes it only with position scaling configured (a Chinese user's find: not said)."""
-    md = Session(kb=False).answer("Qwen2.5-14B-Instruct 单卡 L20 48G，输入 63K，首 token 要等 20 多秒，正常吗？").answer.markdown
+    """63K-token prompts planned for Qwen2.5-14B (32,768 positions): modelled at the workload's length, and the
+    short answer says vLLM takes it only with position scaling configured (a Chinese user's find: not said)."""
+    md = Session(kb=False).answer("Qwen2.5-14B-Instruct 单卡 L20 48G，输入 63K，打算跑 8 个并发，首 token 大概要多久？").answer.markdown
     assert "而负载的请求比模型原生的 32,768 个 token 位置更长：按 `--max-model-len 63000` 计算" in md
+    assert "位置编码缩放" in md
+
+
+def test_a_prompt_beyond_the_models_positions_that_ran_is_not_warned_of_in_the_short_answer():
+    """The same prompts measured (a speed stated): the server took them, so position scaling is configured; the
+    full answer says the length assumed, the short one does not warn that vLLM would reject them (the seed
+    answer, with that warning, grew past one 80-column screen)."""
+    result = Session(kb=False).answer("Qwen2.5-14B-Instruct 单卡 L20 48G，输入 63K，输出 1K，单个请求只有 12 token/s，正常吗？")
+    assert "位置编码缩放" not in result.answer.markdown
+    assert "这些请求跑起来了，说明已配置位置编码缩放：按 `--max-model-len 64000` 计算" in result.answer.full_markdown

@@ -386,7 +386,11 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
             # raised to the workload's requests, or lowered to what the KV cache holds: the server ran with
             # such a length, or one being planned needs it (vLLM refuses to start on the model's default)
             default = engine.model.max_position_embeddings or 0
-            if cfg.max_model_len >= default:
+            if cfg.max_model_len >= default and inputs.served:
+                # the requests ran, so the server took them: position scaling is configured, and saying in the
+                # short answer that vLLM would refuse them is noise (the seed answer grew past a screen with it)
+                out.append(msg("note.max_model_len_scaled", flag=str(cfg.max_model_len), native=q(default, "tokens")))  # a flag's value, as typed: no separators
+            elif cfg.max_model_len >= default:
                 out.append(msg("note.max_model_len_assumed", flag=str(cfg.max_model_len), native=q(default, "tokens")))  # a flag's value, as typed: no separators
             elif inputs.served:
                 out.append(msg("note.max_model_len_served", flag=str(cfg.max_model_len)))  # a flag's value, as typed: no separators
