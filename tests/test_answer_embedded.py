@@ -107,7 +107,7 @@ def test_chinese_answer_uses_chinese_structure_and_tags():
     assert "## Why" not in md and "## Sources" not in md
     assert "**KV 缓存容量：KV 缓存只能同时容纳很少的长请求**" in md
     assert "- [实测] ITL p99 / p50：**85.2 毫秒** — bench.json" in md
-    assert "- [用户报告] 单请求输出速度（含 TTFT）（并发 40）：**22 tok/s** — 案例文件" in md  # the load worded in Chinese
+    assert "- [用户报告] 单请求输出速度（含首 token 时间）（并发 40）：**22 tok/s** — 案例文件" in md  # the load worded in Chinese
     assert "KV 缓存容量：**327,120 个 token**（每个 token 在每张卡上 128 KiB，相当于 5.1 个请求（每个 64,000 个 token）） [模型估算]" in md
     assert "预计效果 [模型估算]：KV 缓存 327,120 个 token → 654,256 个 token" in md
     assert "### 2. 延迟主要来自排队等待，而不是计算（严重程度：中）" in md

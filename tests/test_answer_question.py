@@ -481,3 +481,18 @@ def test_a_prompt_beyond_the_models_positions_that_ran_is_not_warned_of_in_the_s
     result = Session(kb=False).answer("Qwen2.5-14B-Instruct 单卡 L20 48G，输入 63K，输出 1K，单个请求只有 12 token/s，正常吗？")
     assert "位置编码缩放" not in result.answer.markdown
     assert "这些请求跑起来了，说明已配置位置编码缩放：按 `--max-model-len 64000` 计算" in result.answer.full_markdown
+
+
+def test_a_stated_time_to_first_token_is_answered_beside_the_models():
+    """"首 token 要等 20 多秒，正常吗？" got "about what the hardware gives" and never its figure: the 20 s is set
+    beside what one 63K prompt alone takes on an L20 by the model (about 44 s, so the prompts are shorter or
+    cached); a TTFT at a simulated load beside the model's there; one at a load the model did not simulate
+    (no output length) beside one prompt alone's, saying what would let it simulate that load."""
+    md = Session(kb=False).answer("Qwen2.5-14B-Instruct 单卡 L20 48G，输入 63K，首 token 要等 20 多秒，正常吗？").answer.markdown
+    opening = md.split("\n\n")[1]
+    assert opening.startswith("你说的首 token 时间 20 秒，比性能模型给出的单独一个 63,000 个 token 的输入") and "前缀缓存" in opening
+    md = Session(kb=False).answer("Qwen2.5-7B 单卡 4090，输入 4K 输出 500，并发 16 时首 token 时间 800 毫秒，正常吗？").answer.markdown
+    assert md.split("\n\n")[1].startswith("你说的并发 16 时首 token 时间为 800 毫秒，是性能模型对这套部署在此负载下预测的")
+    md = Session(kb=False).answer("Llama-3.1-8B-Instruct on one A100, 2K prompts, 16 concurrent users, TTFT is 3 seconds. Why so slow?").answer.markdown
+    opening = md.split("\n\n")[1]
+    assert opening.startswith("Your time to first token at c=16, 3,000 ms (as you state), is") and "with the output length the model would simulate" in opening

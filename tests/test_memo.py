@@ -111,7 +111,7 @@ def test_seed_memo_in_chinese_with_facts_table_commands_and_plots(tmp_path, seed
 
     # Measured vs predicted, matched by load point, with units; calibrated; beyond the ceiling flagged
     assert "**校准**" in md
-    c1 = row(md, "c=1", "单请求输出速度（含 TTFT）", "40 tok/s")
+    c1 = row(md, "c=1", "单请求输出速度（含首 token 时间）", "40 tok/s")
     predicted1 = next(r for r in seed_inputs.predicted if r.offered_concurrency == 1).request_output_tok_s.mean
     assert 20 < predicted1 < 80  # physics: one 63K-token stream on two H800s
     assert c1.endswith(f"| {num(predicted1)} tok/s | {num(next(r for r in seed_inputs.ceiling if r.offered_concurrency == 1).request_output_tok_s.mean)} tok/s | {40 / predicted1:.2f}x |")
@@ -119,7 +119,7 @@ def test_seed_memo_in_chinese_with_facts_table_commands_and_plots(tmp_path, seed
     ceiling40 = next(r for r in seed_inputs.ceiling if r.offered_concurrency == 40).output_throughput_tok_s
     assert f"{num(ceiling40)} tok/s" in c40 and "超出上限" in c40 and ceiling40 < 880
     assert row(md, "c=100", "全服务输出吞吐", "2,000 tok/s")
-    assert "首 token 时间 TTFT 均值" in md and " ms |" in md
+    assert "首 token 时间均值" in md and " ms |" in md
 
     # Findings ranked by score, evidence with tags, sources numbered
     assert md.index("### 1. KV 缓存只能同时容纳很少的长请求") < md.index("### 2. 测量方法本身有误导")

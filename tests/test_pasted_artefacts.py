@@ -100,7 +100,7 @@ def test_a_ttft_far_above_one_prompts_prefill_is_waiting_and_the_chinese_questio
     answer = Session().answer(question)
     waiting = next(f for f in answer.diagnosis.findings[:2] if f.cause == "queueing")  # the ranker's order beside it
     assert any(e.kind == "model" and e.value == pytest.approx(0.1, abs=0.1) for e in waiting.evidence)
-    assert answer.answer.markdown.split("\n\n")[1].startswith("实测 TTFT 45 秒 是同样长度的单个提示词单独预填充所需时间")
+    assert answer.answer.markdown.split("\n\n")[1].startswith("实测首 token 时间 45 秒 是同样长度的单个提示词单独预填充所需时间")
 
 
 def test_a_pasted_block_cut_short_is_set_aside_with_a_note():

@@ -584,3 +584,29 @@ def test_a_rate_written_number_last_in_chinese_is_read(text, speed):
     """"每秒大概 35 个 token" was left unread (a Chinese user's find: 35 tok/s of a 14B on an L20 is past what
     its bandwidth allows one request in bf16, and the answer blamed CUDA graphs at 7%)."""
     assert read_stated_facts(text).request_tok_s == speed
+
+
+@pytest.mark.parametrize(("text", "ttft_ms", "clients"), [
+    ("Qwen2.5-14B-Instruct 单卡 L20 48G，输入 63K，首 token 要等 20 多秒，正常吗？", 20_000, None),
+    ("Why is TTFT 16 seconds at 48 concurrent clients with 8K prompts?", 16_000, 48),
+    ("TTFT at 64 users is 10s but TPOT is fine", 10_000, 64),
+    ("With 32 clients, TTFT is 12 s.", 12_000, 32),
+    ("time to first token of 3.5 seconds for a single request", 3_500, 1),
+    ("并发100时首token时间达到30秒", 30_000, 100),
+    ("首字延迟 2-3 秒，并发 20", 2_500, 20),
+    ("TTFT went from 200 ms to 15 s after upgrading", 15_000, None),
+    # one request alone's and the heavier load's: the load asked about is the heavier
+    ("single request TTFT 800ms, at 32 clients TTFT 12 s", 12_000, 32),
+    # not the typical first token's: a percentile, another latency, figures "respectively" to several loads
+    ("TTFT p99 20s, p50 2s", None, None),
+    ("TTFT is fine but TPOT 80 ms", None, None),
+    ("并发 10 和 50 时首 token 分别是 1 秒和 8 秒", None, None),
+    ("TTFT is 1 s and 8 s at 10 and 50 users respectively", None, None),
+    ("并发 10 和 50 时首 token 8 秒", None, None),
+])
+def test_a_time_to_first_token_is_read_with_its_load(text, ttft_ms, clients):
+    """"首 token 要等 20 多秒" was not read at all (nor counted as a figure measured on a running server): a
+    TTFT the words state, and the client count it was seen at, are set beside the model's (agreement.py)."""
+    said = read_stated_facts(text)
+    assert (said.ttft_ms, said.ttft_clients) == (ttft_ms, clients)
+    assert said.reports_figures

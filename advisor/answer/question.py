@@ -352,14 +352,18 @@ def ttft_verdict(diagnosis: Diagnosis) -> Msg | None:
     t = diagnosis.measured_ttft
     if t is None or not t.predicted_median_ms:  # the figure alone: the reasons quote it with what explains it
         return None
-    args = dict(load=t.load, median=q_time(t.median_ms, "ms"), p99=msg("verdict.ttft_p99", p99=q_time(t.p99_ms, "ms")) if t.p99_ms else "")
     ratio = t.median_ms / t.predicted_median_ms
-    predicted = q_time(t.predicted_median_ms, "ms")
-    if ratio > 1.0 + AGREE_WITHIN:
-        return msg("verdict.ttft_over_model", **args, predicted=predicted, ratio=q(round(ratio, 1), "x"))
-    if ratio < 1.0 - AGREE_WITHIN:
-        return msg("verdict.ttft_under_model", **args, predicted=predicted)
-    return msg("verdict.ttft_near_model", **args, predicted=predicted)
+    side = "over" if ratio > 1.0 + AGREE_WITHIN else "under" if ratio < 1.0 - AGREE_WITHIN else "near"
+    args = dict(median=q_time(t.median_ms, "ms"), predicted=q_time(t.predicted_median_ms, "ms"), ratio=q(round(ratio, 1), "x"))
+    if t.stated and side == "over" and computed_lead(diagnosis):
+        return None  # the leading finding explains the wait with this deployment's figures (36 of 48 clients wait for KV room)
+    if t.stated:  # the user's figure: at the load they give, or beside one prompt alone's where that load was not modelled
+        if t.alone:
+            at = msg("verdict.ttft_stated_at", load=t.load) if t.load else ""
+            tell = msg("verdict.ttft_stated_tell_output" if t.load else "verdict.ttft_stated_tell_clients")
+            return msg(f"verdict.ttft_stated_{side}_alone", **args, at=at, tell=tell, input=q(t.input_len, "tokens"))
+        return msg(f"verdict.ttft_stated_{side}_model", **args, load=t.load)
+    return msg(f"verdict.ttft_{side}_model", **args, load=t.load, p99=msg("verdict.ttft_p99", p99=q_time(t.p99_ms, "ms")) if t.p99_ms else "")
 
 
 def agreement_verdict(diagnosis: Diagnosis) -> Msg | None:

@@ -336,6 +336,9 @@ def stated_facts(said) -> list[Msg]:
         out.append(msg("stated.single_speed", speed=q(said.single_tok_s, "tok/s")))
     if said.throughput_tok_s and said.concurrency:
         out.append(msg("stated.throughput_total" if said.throughput_counts_input else "stated.throughput", speed=q(said.throughput_tok_s, "tok/s"), load=f"c={said.concurrency[0]}"))
+    if said.ttft_ms:
+        ttft = q_time(said.ttft_ms, "ms")
+        out.append(msg("stated.ttft_at", ttft=ttft, load=f"c={said.ttft_clients}") if said.ttft_clients else msg("stated.ttft", ttft=ttft))
     for name, value in said.flags.items():  # a flag and its value: names, worded in no language
         out.append(msg("stated.flag", flag="--" + name.replace("_", "-"), value=str(value)))
     return out

@@ -596,6 +596,8 @@ def facts_from_words(inputs: DiagnosisInputs) -> StatedFacts:
         # at many clients ("并发一百才 500 tok/s") a figure may be the whole server's, unless the words say each request's
         used["request_tok_s"] = said.request_tok_s
         used["per_request"] = said.per_request
+    if vllm_only and said.ttft_ms:  # "TTFT 16 s at 48 clients": set beside the model's at that load (agreement.py)
+        used["ttft_ms"], used["ttft_clients"] = said.ttft_ms, said.ttft_clients
     if used:
         used["reports_figures"] = said.reports_figures
     return StatedFacts(**used)

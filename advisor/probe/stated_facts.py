@@ -180,7 +180,7 @@ _CONCURRENCY = re.compile(
 
 #: A figure measured on a running server: a rate or a latency ("20 tok/s", "TTFT 15 s", "每秒 30 个 token").
 _FIGURE = re.compile(
-    r"\d\s*(?:tok(?:en)?s?\s*/\s*s|t/s|tokens?\s+per\s+second|req(?:uests?)?\s*/\s*s|ms\b|毫秒|秒)|(?:ttft|tpot|itl|latency|延迟|耗时)\D{0,12}\d",
+    r"\d\s*(?:多|余)?\s*(?:tok(?:en)?s?\s*/\s*s|t/s|tokens?\s+per\s+second|req(?:uests?)?\s*/\s*s|ms\b|seconds?\b|secs?\b|毫秒|秒)|(?:ttft|tpot|itl|latency|first[-\s]+token|延迟|耗时|首\s*(?:token|字))\D{0,12}\d",
     re.IGNORECASE,
 )
 
@@ -522,6 +522,55 @@ def _speed_roles(text: str, loads: list[tuple[int, int]]) -> tuple[float | None,
     return _one(single), _one(throughput), counts_input, _one(each_request)
 
 
+#: A time to first token the words state ("TTFT of 16 s", "TTFT at 48 clients is 16 s", "首 token 要等 20 多秒",
+#: "首字延迟 2-3 秒"): the latency word, then within a short stretch of its sentence the figure and a time unit.
+_TTFT = re.compile(
+    r"(?:\bttft\b|time[-\s]+to[-\s]+first[-\s]+token|\bfirst[-\s]+token(?:\s+(?:latency|time))?|首\s*(?:个\s*)?(?:token|字|包|词)(?:\s*(?:延迟|时延|时间|耗时|响应))?)"
+    r"(?P<gap>[^。！？!?;；\n]{0,40}?)(?<![\d.])"
+    r"(?P<n>\d+(?:\.\d+)?)(?:\s*(?:-|~|～|到|至)\s*(?P<hi>\d+(?:\.\d+)?))?\s*(?:多|余|来|几)?\s*"
+    r"(?P<unit>ms|毫秒|milliseconds?|s|secs?|seconds?|秒)(?![A-Za-z])",
+    re.IGNORECASE,
+)
+#: Between the latency word and its figure: another latency or a percentile's name makes the figure not
+#: the typical first token's ("TTFT is fine but TPOT 80 ms", "TTFT p99 20 s")
+_TTFT_OTHER = re.compile(r"tpot|itl|e2e|end[-\s]to[-\s]end|decode|tok|p9\d|max|最大|尾|解码|生成", re.IGNORECASE)
+_RESPECTIVELY = re.compile(r"\s*(?:分别|各自)|[^。.]{0,30}\brespectively\b", re.IGNORECASE)
+#: "TTFT went from 200 ms to 15 s": the figure it came to
+_TTFT_TO = re.compile(r"\s*(?:to|->|→|=>|到|变成|涨到|升到|增加到|变为)\s*(?:about\s+|约)?(\d+(?:\.\d+)?)\s*(?:多|余)?\s*(ms|毫秒|milliseconds?|s|secs?|seconds?|秒)(?![A-Za-z])", re.IGNORECASE)
+
+
+def _ms(value: str, unit: str) -> float:
+    return float(value) * (1.0 if unit.lower().startswith(("ms", "毫", "milli")) else 1000.0)
+
+
+def _stated_ttft(text: str, loads: list[tuple[int, int]]) -> tuple[float | None, int | None]:
+    """(the time to first token the words state, in ms; the client count it was seen at): one figure
+    (two different ones: none); the client count is the one in its sentence before it, 1 where its clause
+    says one request alone, else the words' only client count."""
+    found = []  # (ms, client count or None)
+    for m in _TTFT.finditer(text):
+        if _TTFT_OTHER.search(m.group("gap")) or _RESPECTIVELY.search(m.group("gap")) or _RESPECTIVELY.match(text, m.end()):
+            continue  # "分别是 1 秒和 8 秒", "1 s and 8 s respectively": which goes with which load is not this reader's to guess
+        later = _TTFT_TO.match(text, m.end())
+        value = _ms(later.group(1), later.group(2)) if later else (_ms(m.group("n"), m.group("unit")) + _ms(m.group("hi"), m.group("unit"))) / 2 if m.group("hi") else _ms(m.group("n"), m.group("unit"))
+        if not 0 < value <= 3_600_000:
+            continue
+        clause = _clause(text, m.start())
+        near = [c for at, c in loads if clause[0] <= at < clause[1]] or [c for at, c in loads if _sentence_start(text, m.start()) <= at < m.start()]
+        if len(set(near)) > 1:
+            continue
+        found.append((round(value, 1), near[-1] if near else 1 if _SINGLE.search(text, clause[0], clause[1]) else None))
+    if len(found) > 1 and all(c is not None for _, c in found) and len({c for _, c in found}) == len(found):
+        return max(found, key=lambda pair: pair[1])  # "alone 800 ms, at 32 clients 12 s": the heaviest load's, the one asked about
+    ttft = _one([ms for ms, _ in found])
+    if ttft is None:
+        return None, None
+    said = {c for ms, c in found if c is not None}
+    every = {c for _, c in loads}
+    at = next(iter(said)) if len(said) == 1 else next(iter(every)) if not said and len(every) == 1 else None
+    return ttft, at
+
+
 def read_stated_facts(text: str | None) -> StatedFacts:
     """The deployment facts ``text`` names unambiguously (empty when it names none)."""
     text = (text or "")[:MAX_CHARS]
@@ -566,6 +615,7 @@ def read_stated_facts(text: str | None) -> StatedFacts:
     concurrency = sorted({clients for _, clients in loads} - {0})
     single_tok_s, throughput_tok_s, counts_input, each_tok_s = _speed_roles(said, loads)
     inputs, outputs = _lengths(_INPUT, said, "input"), _lengths(_OUTPUT, said, "output")
+    ttft_ms, ttft_clients = _stated_ttft(said, loads)
     return StatedFacts(
         model=_model(text),
         # one card, or of several the one named with its count ("单张 L20 ... 同事 H100 能到 80 多": the
@@ -588,6 +638,8 @@ def read_stated_facts(text: str | None) -> StatedFacts:
         throughput_tok_s=throughput_tok_s,
         throughput_counts_input=counts_input and throughput_tok_s is not None,
         per_request=bool(PER_REQUEST.search(text)),
+        ttft_ms=ttft_ms,
+        ttft_clients=ttft_clients,
     )
 
 

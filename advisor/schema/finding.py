@@ -134,10 +134,16 @@ class MeasuredTTFT(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    load: str
+    load: str | None = Field(None, description="the load point, e.g. 'c=48'; None where the words give a figure and no client count")
     median_ms: float
     p99_ms: float | None = None
     predicted_median_ms: float | None = None
+    #: the figure is the user's words, not a file's ("TTFT 16 s at 48 clients"); with no load it is set
+    #: beside one prompt alone's (prefill and intake, the model's)
+    stated: bool = False
+    #: the prediction is one prompt alone's (prefill and intake), not the model's at ``load``
+    alone: bool = False
+    input_len: int | None = None
 
 
 class ExpectedFigures(BaseModel):

@@ -29,6 +29,10 @@ class StatedFacts(BaseModel):
     throughput_tok_s: float | None = Field(None, gt=0, le=10_000_000)
     throughput_counts_input: bool = False
     #: the weights' format the words name ("GPTQ 4bit", "an AWQ checkpoint"), as vLLM's --quantization spells it
+    #: a time to first token the words state ("TTFT 16 s", "首 token 要等 20 多秒"), ms, and the client count
+    #: it was seen at (None: not said)
+    ttft_ms: float | None = Field(None, gt=0, le=3_600_000)
+    ttft_clients: int | None = Field(None, ge=1, le=100_000)
     quantization: str | None = None
     input_len: int | None = Field(None, ge=1, le=MAX_TOKENS)
     output_len: int | None = Field(None, ge=1, le=MAX_TOKENS)
@@ -47,4 +51,4 @@ class StatedFacts(BaseModel):
 
     def empty(self) -> bool:
         """Nothing read that a field of the deployment or workload could take."""
-        return not any(getattr(self, name) for name in type(self).model_fields if name not in ("reports_figures", "per_request", "throughput_counts_input"))
+        return not any(getattr(self, name) for name in type(self).model_fields if name not in ("reports_figures", "per_request", "throughput_counts_input", "ttft_clients"))
