@@ -496,3 +496,14 @@ def test_a_stated_time_to_first_token_is_answered_beside_the_models():
     md = Session(kb=False).answer("Llama-3.1-8B-Instruct on one A100, 2K prompts, 16 concurrent users, TTFT is 3 seconds. Why so slow?").answer.markdown
     opening = md.split("\n\n")[1]
     assert opening.startswith("Your time to first token at c=16, 3,000 ms (as you state), is") and "with the output length the model would simulate" in opening
+
+
+def test_a_request_longer_than_the_kv_cache_the_weights_leave_opens_the_answer():
+    """Llama-3.1-70B in FP8 on one H100 leaves about 4,900 tokens of KV: not one 32K-token request fits,
+    whatever else is tuned (a new user's find: the answer opened with a 5 s prefill floor)."""
+    result = Session(kb=False).answer("Llama-3.1-70B-Instruct FP8 on a single H100 80GB, 32K-token prompts, 8 concurrent users. Requests hang or get very slow. Why?")
+    assert result.diagnosis.findings[0].cause == "kv_capacity"
+    opening = result.answer.markdown.split("\n\n")[1]
+    assert opening.startswith("Each request of 32,000 tokens needs") and "not one such request fits" in opening
+    zh = Session(kb=False).answer("单张 H100 跑 Llama-3.1-70B-Instruct FP8，输入 32K，8 个并发，请求很慢，为什么？").answer.markdown
+    assert "连一个这样的请求都放不下" in zh.split("\n\n")[1]

@@ -595,6 +595,7 @@ def test_a_rate_written_number_last_in_chinese_is_read(text, speed):
     ("并发100时首token时间达到30秒", 30_000, 100),
     ("首字延迟 2-3 秒，并发 20", 2_500, 20),
     ("TTFT went from 200 ms to 15 s after upgrading", 15_000, None),
+    ("64 并发 8k 输入时 TTFT 从 3.2 秒降到 0.9 秒", 900, 64),
     # one request alone's and the heavier load's: the load asked about is the heavier
     ("single request TTFT 800ms, at 32 clients TTFT 12 s", 12_000, 32),
     # not the typical first token's: a percentile, another latency, figures "respectively" to several loads
@@ -610,3 +611,20 @@ def test_a_time_to_first_token_is_read_with_its_load(text, ttft_ms, clients):
     said = read_stated_facts(text)
     assert (said.ttft_ms, said.ttft_clients) == (ttft_ms, clients)
     assert said.reports_figures
+
+
+@pytest.mark.parametrize(("text", "concurrency", "input_len", "output_len"), [
+    ("48 并发 8k 输入", [48], 8000, None),
+    ("16 并发，8k 输入 128 输出", [16], 8000, 128),
+    ("8k 输入 1k 输出", [], 8000, 1000),
+    ("输入 8k 输出 1k", [], 8000, 1000),
+    ("并发 64 输入 3000 输出 300", [64], 3000, 300),
+    ("输入 3000 输出 300 并发 64", [64], 3000, 300),
+    # a setting's value listed beside a client count is not one
+    ("Qwen2.5-32B on 2x L20 TP2, max-num-seqs 256, 40 users", [40], None, None),
+])
+def test_numbers_written_before_their_words_belong_to_the_word_after(text, concurrency, input_len, output_len):
+    """"48 并发 8k 输入" read 8 as a client count (a new user's find): in a chain written number first, each
+    number is the word's after it; keyword-first chains keep their order."""
+    said = read_stated_facts(text)
+    assert (said.concurrency, said.input_len, said.output_len) == (concurrency, input_len, output_len)

@@ -40,6 +40,7 @@ def detect_physics(inputs: DiagnosisInputs, board: Board) -> None:
             reason=msg("reason.kv_too_small"),
         )
         board.add("kv_capacity", 1.5, _model(msg("ev.max_concurrency"), round(mem.max_concurrency, 2), "x"))
+        _kv_not_one(inputs, board)
     _profiling_pass(inputs, board)
     _kv_fit(inputs, board)
     _open_loop_overload(inputs, board)
@@ -54,6 +55,26 @@ def detect_physics(inputs: DiagnosisInputs, board: Board) -> None:
     _attention_kernel(inputs, board)
     detect_setting_costs(inputs, board)
     detect_backend_cost(inputs, board)
+
+
+def _kv_not_one(inputs: DiagnosisInputs, board: Board) -> None:
+    """The workload's own request does not fit the KV cache the weights leave (70B in FP8 on one H100:
+    4,912 tokens of KV against 32K prompts; a new user's find: the answer opened with a 5 s prefill).
+    Not one such request can run on these GPUs at these settings, whatever else is tuned: vLLM refuses
+    to start at that max_model_len, or rejects the prompts at a shorter one. Only where nothing was
+    measured (a server that ran did fit: there the memory model's inputs are wrong)."""
+    mem = inputs.engine.memory
+    if not inputs.input_len or mem.kv_cache_tokens <= 0 or not inputs.deployment.is_vllm:
+        return
+    length = inputs.input_len + (inputs.output_len or 0)
+    if mem.requests_that_fit(length) >= 1:
+        return
+    ev = _model(msg("ev.kv_capacity"), float(mem.kv_cache_tokens), "tokens",
+                msg("detail.kv_capacity", per_token=q(mem.kv_bytes_per_token_at(length) / 1024, "KiB"), fit=q(mem.requests_that_fit(length), "requests"), length=q(length, "tokens")))
+    board.add("kv_capacity", 3.0, ev, reason=msg(
+        "reason.kv_not_one", length=q(length, "tokens"), per_request=q(mem.request_kv_bytes(length) / 2**30, "GiB"),
+        weights=q(round(mem.weights_gib, 1), "GiB"), tokens=q(mem.kv_cache_tokens, "tokens"),
+    ), lead=True)
 
 
 def _profiling_pass(inputs: DiagnosisInputs, board: Board) -> None:

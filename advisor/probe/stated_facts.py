@@ -172,7 +172,7 @@ _CONCURRENCY = re.compile(
     + r"|" + _A + r"concurren(?:cy|t[_ ]requests|t[_ ]users)\s*(?:set to|of|=|:|is|level)?\s*(\d{1,5})" + _Z
     + r"|" + _A + r"(\d{1,5})\s*requests?\s+(?:at (?:the same time|once)|simultaneously|concurrently|in parallel)" + _Z
     # ... not the rate that follows "单并发" ("单并发 45 tok/s" is one client at 45 tok/s)
-    + r"|(?<!单)并发\s*(?:数|度|量)?\s*(?:都|也)?\s*(?:为|是|到|达到|设为|设成|开到|调到|调成|提到|[:：=])?\s*(\d{1,5})(?!\d|\s*(?:tok|t/s|字/秒|ms\b|毫秒))(?:\s*(?:[~～/、-]|和|或|与)\s*(\d{1,5}))?"
+    + r"|(?<!单)并发\s*(?:数|度|量)?\s*(?:都|也)?\s*(?:为|是|到|达到|设为|设成|开到|调到|调成|提到|[:：=])?\s*(\d{1,5})(?![\d.]|\s*(?:[kK万千]|tok|t/s|字/秒|ms\b|毫秒))(?:\s*(?:[~～/、-]|和|或|与)\s*(\d{1,5}))?"
     + r"|(?<![\dA-Za-z.])(\d{1,5})(?=\s*(?:个|路)?\s*并发)",
     re.IGNORECASE,
 )
@@ -221,13 +221,41 @@ _OWNER_KIND = {"输入": "input", "提示词": "input", "上下文": "input", "p
                "输出": "output", "生成": "output", "output": "output", "max_tokens": "output", "并发": "concurrency", "concurren": "concurrency"}
 
 
-def _owner(text: str, start: int) -> str | None:
-    """Which kind of word ("input", "output", "concurrency") the number at ``start`` is written right after."""
-    m = _OWNER.search(text[max(0, start - 24) : start])
-    if m is None:
-        return None
-    word = m.group(1).lower().rstrip("s")
+#: A chain of numbers each followed by its length or count word, in number-first order ("48 并发 8k 输入",
+#: "8k 输入 128 输出"): there each number is the word's after it. A chain right after such a word is the
+#: keyword-first order seen from its second word ("并发 64 输入 3000 输出 300") and is not one.
+_NUMBER_FIRST_PAIR = r"(\d+(?:[.,]\d+)*)\s*[kK万千]?\s*(?:tokens?)?\s*(?:个|的)?\s*(输入|提示词|输出|生成|并发)"
+_NUMBER_FIRST = re.compile(r"(?:" + _NUMBER_FIRST_PAIR + r"\s*[,，、]?\s*){2,}", re.IGNORECASE)
+_PAIR = re.compile(_NUMBER_FIRST_PAIR, re.IGNORECASE)
+_WORD_BEFORE = re.compile(r"(?:输入|提示词|输出|生成|并发)(?:数|度|量|长度)?\s*(?:为|是|约|[:：=])?\s*$")
+
+
+@functools.lru_cache(maxsize=64)
+def _number_first(text: str) -> dict[int, str]:
+    """Start of each number in a number-first chain -> the kind of the word after it."""
+    out = {}
+    for chain in _NUMBER_FIRST.finditer(text):
+        if _WORD_BEFORE.search(text, 0, chain.start()):
+            continue
+        for pair in _PAIR.finditer(text, chain.start(), chain.end()):
+            out[pair.start(1)] = _kind(pair.group(2))
+    return out
+
+
+def _kind(word: str) -> str | None:
+    word = word.lower().rstrip("s")
     return _OWNER_KIND.get(word) or _OWNER_KIND.get(word[:10])
+
+
+def _owner(text: str, start: int) -> str | None:
+    """Which kind of word ("input", "output", "concurrency") the number at ``start`` is written right after;
+    in a number-first chain ("48 并发 8k 输入"), the word after it (a new user's find: 8k was read as a
+    client count)."""
+    chained = _number_first(text).get(start)
+    if chained is not None:
+        return chained
+    m = _OWNER.search(text[max(0, start - 24) : start])
+    return None if m is None else _kind(m.group(1))
 
 
 def _number_start(m: re.Match[str]) -> int:
@@ -536,7 +564,7 @@ _TTFT = re.compile(
 _TTFT_OTHER = re.compile(r"tpot|itl|e2e|end[-\s]to[-\s]end|decode|tok|p9\d|max|最大|尾|解码|生成", re.IGNORECASE)
 _RESPECTIVELY = re.compile(r"\s*(?:分别|各自)|[^。.]{0,30}\brespectively\b", re.IGNORECASE)
 #: "TTFT went from 200 ms to 15 s": the figure it came to
-_TTFT_TO = re.compile(r"\s*(?:to|->|→|=>|到|变成|涨到|升到|增加到|变为)\s*(?:about\s+|约)?(\d+(?:\.\d+)?)\s*(?:多|余)?\s*(ms|毫秒|milliseconds?|s|secs?|seconds?|秒)(?![A-Za-z])", re.IGNORECASE)
+_TTFT_TO = re.compile(r"\s*(?:to|->|→|=>|(?:降|升|涨|增加|减少|缩短|变|提高|下降)?(?:到|至|为)|变成)\s*(?:about\s+|约)?(\d+(?:\.\d+)?)\s*(?:多|余)?\s*(ms|毫秒|milliseconds?|s|secs?|seconds?|秒)(?![A-Za-z])", re.IGNORECASE)
 
 
 def _ms(value: str, unit: str) -> float:
@@ -610,8 +638,10 @@ def read_stated_facts(text: str | None) -> StatedFacts:
     if num_gpus is None and tp is not None and not any(counts):
         num_gpus = tp
     said = _EVERY_SECOND.sub(r"\g<n> token/s", _arabic(masked))
+    # a setting's value is not a client count ("max-num-seqs 256, 40 users" listed 256 beside 40: a new user's find)
+    settings = [m.span(2) for m in _FLAG_VALUE.finditer(said)]
     loads = [(m.start(i), int(g)) for m in _CONCURRENCY.finditer(said) for i, g in enumerate(m.groups(), start=1)
-             if g and _owner(said, m.start(i)) in (None, "concurrency")]
+             if g and _owner(said, m.start(i)) in (None, "concurrency") and not any(a <= m.start(i) < b for a, b in settings)]
     concurrency = sorted({clients for _, clients in loads} - {0})
     single_tok_s, throughput_tok_s, counts_input, each_tok_s = _speed_roles(said, loads)
     inputs, outputs = _lengths(_INPUT, said, "input"), _lengths(_OUTPUT, said, "output")
