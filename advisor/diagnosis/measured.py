@@ -11,7 +11,7 @@ from ..schema.message import msg, q
 from ..schema.notes import PASTED_SOURCE
 from .board import Board
 from .inputs import DiagnosisInputs
-from .report_facts import KV_FULL_PCT, RANDOM_PROMPT_HITS_PCT, SHARED_PREFIX_WORDS, kv_ruled_out, max_num_seqs_in_effect, portable_attention_here, prefix_hit_rates, words_say
+from .report_facts import KV_FULL_PCT, RANDOM_PROMPT_HITS_PCT, SHARED_PREFIX_WORDS, budget_throttled, kv_ruled_out, max_num_seqs_in_effect, portable_attention_here, prefix_hit_rates, words_say
 
 
 def detect_measured(inputs: DiagnosisInputs, board: Board) -> None:
@@ -333,6 +333,7 @@ def _held_summary_figure(run: BenchmarkRun) -> tuple[str, float] | None:
 
 
 def _metrics(inputs: DiagnosisInputs, board: Board) -> None:
+    throttled = budget_throttled(inputs) is not None
     for summary in inputs.metrics_summaries:
         for eng in summary.get("engines", []):
             tag = f"engine {eng.get('engine')}" if eng.get("engine") is not None else None
@@ -367,7 +368,7 @@ def _metrics(inputs: DiagnosisInputs, board: Board) -> None:
             # are the server's history; preemptions still say the KV pool ran out at some time
             history = bool(summary.get("counters_beyond_benchmark"))
             if not history:
-                _queue_share(board, m, eng.get("queue_time_s") or {}, eng.get("ttft_s") or {})
+                _queue_share(board, m, eng.get("queue_time_s") or {}, eng.get("ttft_s") or {}, "batched_tokens_limit" if throttled else "queueing")
             if eng.get("preemptions"):
                 board.add("preemption", 1.0 if history else 3.0, m(msg("ev.metric_increase", metric="vllm:num_preemptions_total"), float(eng["preemptions"])))
             hit = eng.get("prefix_cache_hit_rate_pct")
@@ -382,17 +383,18 @@ def _metrics(inputs: DiagnosisInputs, board: Board) -> None:
                           reason=msg("reason.max_num_seqs_capped_metrics", seqs=seqs) if at_once else None, recommendation=_raise_cap(seqs, kv) if at_once else None)
 
 
-def _queue_share(board: Board, m, queue: dict, ttft: dict) -> None:
+def _queue_share(board: Board, m, queue: dict, ttft: dict, cause: str = "queueing") -> None:
     """How much of the server's TTFT was spent waiting in its queue (both from the server's own
     histograms over the same window): TTFT = queue + prefill (+ first decode step), so a large share
-    means requests wait for admission rather than compute slowly."""
+    means requests wait for admission rather than compute slowly; ``cause`` is what holds them there
+    (the offered load, or a small step budget that admits them a few hundred tokens a step)."""
     if not queue.get("avg") or not ttft.get("avg") or not queue.get("count"):
         return
     share = min(1.0, queue["avg"] / ttft["avg"])
     if share < 0.25:
         return
     detail = msg("detail.queue_share", queue=q(queue["avg"] * 1e3, "ms"), ttft=q(ttft["avg"] * 1e3, "ms"))
-    board.add("queueing", 2.0 if share >= 0.5 else 1.0, m(msg("ev.queue_share"), float(round(share * 100)), "%", detail=detail))
+    board.add(cause, 2.0 if share >= 0.5 else 1.0, m(msg("ev.queue_share"), float(round(share * 100)), "%", detail=detail))
 
 
 def _kv_admission(board: Board, m, kv_max_pct: float, running_max: float, waiting_max: float) -> None:
@@ -462,6 +464,7 @@ def _one_at_a_time(inputs: DiagnosisInputs, board: Board, log, lg) -> None:
 
 
 def _server_logs(inputs: DiagnosisInputs, board: Board) -> None:
+    throttled = budget_throttled(inputs) is not None
     for log in inputs.server_logs:
         src = log.source.split("/")[-1]
 
@@ -481,7 +484,8 @@ def _server_logs(inputs: DiagnosisInputs, board: Board) -> None:
         waits = [s for s in log.stats if s.waiting]
         if waits:
             full = [s for s in waits if s.kv_cache_usage_pct is not None and s.kv_cache_usage_pct >= 90]
-            board.add("queueing", 1.0, lg(msg("ev.stats_waiting"), float(len(waits)), "lines"))
+            # with slots and blocks free and a small step budget, the queue is the budget's (report_facts.budget_throttled)
+            board.add("batched_tokens_limit" if throttled else "queueing", 1.0, lg(msg("ev.stats_waiting"), float(len(waits)), "lines"))
             if full:
                 board.add("kv_capacity", 2.0, lg(msg("ev.stats_waiting_kv_full"), float(len(full)), "lines"))
             # requests wait while the running ones fill max_num_seqs and the KV cache has room: the

@@ -473,6 +473,34 @@ def kv_ruled_out(inputs: DiagnosisInputs) -> bool:
     return kv is not None and kv.busy_samples >= 2 and kv.usage_max_pct < KV_ROOMY_PCT and not kv.waiting_max and not kv.preempted
 
 
+#: A KV cache never seen past this share while requests waited below max_num_seqs, none preempted, was not
+#: what held them: at that share the waiting requests' blocks were free many times over (a planted run at
+#: --max-num-batched-tokens 256: 17 ran, 47 waited, the cache at 7.5%).
+KV_LOW_PCT = 30.0
+
+
+def admission_throttled(inputs: DiagnosisInputs) -> ServerKV | None:
+    """The server's readings: requests waited while fewer than max_num_seqs ran, with the KV cache never
+    past KV_LOW_PCT and nothing preempted: neither sequence slots nor KV blocks held them back (the step's
+    token budget, or the engine's intake, did). None otherwise."""
+    kv = server_kv(inputs)
+    if kv is None or not kv.busy_samples or kv.preempted or not kv.waiting_below_cap or kv.usage_max_pct >= KV_LOW_PCT:
+        return None
+    return kv
+
+
+#: A step budget below this is far under vLLM's (2,048 before the V1 engine, 8,192 or more since): a prompt
+#: takes many steps to enter, and new requests queue behind it.
+SMALL_STEP_BUDGET = 2048
+
+
+def budget_throttled(inputs: DiagnosisInputs) -> ServerKV | None:
+    """admission_throttled with a small --max-num-batched-tokens set: the step's token budget is what kept
+    the waiting requests out, so the queue the readings show is its doing (None otherwise)."""
+    budget = inputs.engine_args.max_num_batched_tokens
+    return admission_throttled(inputs) if budget and budget < SMALL_STEP_BUDGET else None
+
+
 def kv_seen_with_room(inputs: DiagnosisInputs) -> bool:
     """The server's readings never saw its KV cache full, nor a request preempted, nor one waiting
     while fewer than max_num_seqs ran (readings miss the cache's peaks between steps: a real run of
