@@ -225,3 +225,18 @@ def test_requests_waiting_with_slots_and_blocks_free_behind_a_small_step_budget(
     assert not any(r.id == "reason.max_num_seqs_over" for f in findings for r in f.reasons)
     opening = _opening(result)
     assert opening.startswith("Up to 47 requests waited") and "`--max-num-batched-tokens 256`" in opening
+
+
+def test_the_logged_kv_pool_holds_the_clients_or_not_without_a_model_of_the_gpu():
+    """No GPU or catalogued model named (the log names a local path): the pool the log printed (93,216 tokens)
+    still counts the 8K requests that fit (11.7 of 48), and the memory fraction 0.35 is named with what the
+    same card holds at the default, from the log's own figures (79.18 GiB card, 11.38 GiB of KV): the real
+    check run at 0.9 held 449,968 tokens (a new user's find: told to buy a second GPU)."""
+    result = _ask("TTFT is 16 s with 48 clients sending 8k-token prompts. why?", KV_RUN / "server.log.gz", KV_RUN / "snapshots.prom.gz")
+    assert result.inputs.engine is None
+    causes = [f.cause for f in result.diagnosis.findings[:3]]
+    assert "kv_capacity" in causes[:2] and "memory_config" in causes
+    text = result.answer.markdown
+    assert "holds 93,216 tokens (its log)" in text and "about 36 requests wait for room" in text
+    assert "`--gpu-memory-utilization 0.35` leaves the KV cache 93,216 tokens" in text and "enough for your 48 clients" in text
+    assert "--data-parallel-size" not in text

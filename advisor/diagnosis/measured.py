@@ -11,7 +11,7 @@ from ..schema.message import msg, q
 from ..schema.notes import PASTED_SOURCE
 from .board import Board
 from .inputs import DiagnosisInputs
-from .report_facts import KV_FULL_PCT, RANDOM_PROMPT_HITS_PCT, SHARED_PREFIX_WORDS, budget_throttled, kv_ruled_out, max_num_seqs_in_effect, portable_attention_here, prefix_hit_rates, words_say
+from .report_facts import KV_FULL_PCT, RANDOM_PROMPT_HITS_PCT, SHARED_PREFIX_WORDS, budget_throttled, kv_ruled_out, kv_seen_with_room, max_num_seqs_in_effect, portable_attention_here, prefix_hit_rates, words_say
 
 
 def detect_measured(inputs: DiagnosisInputs, board: Board) -> None:
@@ -22,9 +22,56 @@ def detect_measured(inputs: DiagnosisInputs, board: Board) -> None:
     _server_logs(inputs, board)
     _shared_prefix_missed(inputs, board)
     _spec_decode_drafts(inputs, board)
+    _logged_kv_fit(inputs, board)
     if kv_ruled_out(inputs):  # busy, the cache under KV_ROOMY_PCT, nothing waiting or preempted
         board.exclude("kv_capacity")
         board.exclude("preemption")
+
+
+def _logged_kv_fit(inputs: DiagnosisInputs, board: Board) -> None:
+    """Where no model of the deployment was built (no GPU or model the catalogs know: a log naming a local
+    path, no card in the words), the KV pool the server log printed holds the workload's requests or not:
+    "8k-token prompts at 48 clients" on a pool of 93,216 tokens is 11 running and 37 waiting (a new user's
+    find: a planted run at --gpu-memory-utilization 0.35 was told to buy a second GPU). A memory fraction
+    set below vLLM's default is named with what the same GPU holds at the default, from the log's own
+    figures: the KV memory grows by the difference of the fractions times the card's memory."""
+    from ..perf.defaults import default_gpu_memory_utilization
+    from .report_facts import highest_concurrency
+    from .setting_cost import ESTABLISHING_GAIN
+
+    logs = [log for log in inputs.server_logs if log.kv_cache_tokens]
+    if inputs.engine is not None or not inputs.input_len or len(logs) != 1 or not inputs.deployment.is_vllm:
+        return  # with a model of the deployment, physics counts it (calibrated on the same log)
+    log = logs[0]
+    length = inputs.input_len + (inputs.output_len or 0)
+    fit = log.kv_cache_tokens / length
+    clients = highest_concurrency(inputs)
+    seqs = max_num_seqs_in_effect(inputs)
+    if not clients or fit < 1 or clients <= 1.1 * fit or kv_seen_with_room(inputs) or (seqs and clients > seqs):
+        return
+    src = log.source.split("/")[-1]
+    ev = _file(msg("ev.kv_capacity"), float(log.kv_cache_tokens), "tokens", where=src, origin="log")
+    board.add("kv_capacity", 3.0, ev, reason=msg(
+        "reason.kv_fit_logged" if inputs.output_len else "reason.kv_fit_logged_min", length=q(length, "tokens"), tokens=q(log.kv_cache_tokens, "tokens"),
+        fit=q(round(fit, 1), "requests"), clients=clients, waiting=q(max(0, round(clients - fit)), "requests")), lead=True)
+    board.add("queueing", 1.5, ev, reason=msg("reason.queue_beyond_fit"))
+    yours, total, kv_gib = inputs.engine_args.gpu_memory_utilization, log.gpu_memory_total_gib, log.kv_cache_memory_gib
+    default = default_gpu_memory_utilization(inputs.deployment.vllm_version or log.vllm_version)
+    if not yours or yours >= default or not total or not kv_gib or kv_gib <= 0:
+        return
+    default_tokens = int(log.kv_cache_tokens * (kv_gib + (default - yours) * total) / kv_gib)
+    default_fit = default_tokens / length
+    if default_fit < ESTABLISHING_GAIN * fit:
+        return
+    value = f"{default:g}"
+    enough = msg("reason.memory_fraction_enough", clients=clients) if default_fit >= clients else ""
+    board.add(
+        "memory_config", 3.0,
+        Evidence(kind="model", origin="log", where=src, label=msg("ev.kv_at_default", value=value), value=float(default_tokens), unit="tokens"),
+        reason=msg("reason.memory_fraction_fit", yours=f"{yours:g}", tokens=q(log.kv_cache_tokens, "tokens"), fit=q(round(fit, 1), "requests"),
+                   default=value, default_tokens=q(default_tokens, "tokens"), default_fit=q(round(default_fit, 1), "requests"), enough=enough),
+        recommendation=Recommendation(change=msg("rec.setting_default", name="gpu_memory_utilization", value=value), flag=f"--gpu-memory-utilization {value}"),
+    )
 
 
 #: Tokens a draft adds to its step on average (accepted tokens per draft: vLLM's "mean acceptance length"

@@ -116,6 +116,11 @@ def _default_gpu_memory_utilization(version: tuple[int, int, int], v1: bool) -> 
     return 0.9, "default"
 
 
+def default_gpu_memory_utilization(vllm_version: str | None) -> float:
+    """vLLM's default --gpu-memory-utilization for a release as written (the assumed one when not given)."""
+    return _default_gpu_memory_utilization(parse_version(vllm_version) or ASSUMED_VERSION_WHEN_UNKNOWN, True)[0]
+
+
 def resolve_engine_config(
     args: EngineArgs,
     *,

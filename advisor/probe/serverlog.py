@@ -68,6 +68,10 @@ _KV_MEMORY = (
     re.compile(r"KV Cache is ([\d.]+) ?GiB"),
     re.compile(r"kv_cache_size=([\d.]+) ?GiB"),
 )
+_GPU_TOTAL = (
+    re.compile(r"Free memory on device \([\d.]+/([\d.]+) ?GiB\)"),
+    re.compile(r"total_gpu_memory \(([\d.]+) ?GiB\)"),
+)
 _ATTENTION = re.compile(
     r"\bUsing (?:AttentionBackendEnum\.)?(?P<name>[A-Za-z][\w\-. ]*?) (?:attention )?backend"
     r"(?: on V1 engine)?(?:\.?\s*$| out of potential backends)"
@@ -294,6 +298,12 @@ class _Scan:
                 match = pattern.search(line)
                 if match:
                     self.lines["kv_cache_memory_gib"] = float(match.group(1))
+                    break
+        if "GiB" in line and ("Free memory on device" in line or "total_gpu_memory" in line):
+            for pattern in _GPU_TOTAL:
+                match = pattern.search(line)
+                if match:
+                    self.lines["gpu_memory_total_gib"] = float(match.group(1))
                     break
         if "Using " in line and "backend" in line:
             match = _ATTENTION.search(line)
@@ -531,6 +541,7 @@ class _Scan:
             block_size=as_int(first(cfg.get("block_size"), opt("block_size"))),
             kv_cache_tokens=sum(self.kv_tokens_by_engine.values()) if self.kv_tokens_by_engine else None,
             kv_cache_memory_gib=ln.get("kv_cache_memory_gib"),
+            gpu_memory_total_gib=ln.get("gpu_memory_total_gib"),
             max_concurrency=ln.get("max_concurrency"),
             max_concurrency_tokens_per_request=ln.get("max_concurrency_tokens"),
             attention_backend=self.backends[0] if self.backends else None,

@@ -43,6 +43,10 @@ class ServerLogInfo(BaseModel):
     block_size: int | None = None
     kv_cache_tokens: int | None = Field(None, description="'GPU KV cache size: N tokens' (summed if several lines)")
     kv_cache_memory_gib: float | None = None
+    #: each GPU's memory as vLLM read it at start-up ("Free memory on device (78.66/79.18 GiB)",
+    #: "total_gpu_memory (79.11GiB)"): with kv_cache_memory_gib and the memory fraction, what the KV
+    #: cache would hold at another fraction, with no model of the GPU
+    gpu_memory_total_gib: float | None = None
     max_concurrency: float | None = Field(None, description="'Maximum concurrency for L tokens per request: X'")
     max_concurrency_tokens_per_request: int | None = None
     attention_backend: str | None = None
