@@ -240,3 +240,16 @@ def test_the_logged_kv_pool_holds_the_clients_or_not_without_a_model_of_the_gpu(
     assert "holds 93,216 tokens (its log)" in text and "about 36 requests wait for room" in text
     assert "`--gpu-memory-utilization 0.35` leaves the KV cache 93,216 tokens" in text and "enough for your 48 clients" in text
     assert "--data-parallel-size" not in text
+
+
+NOPREFIX_RUN = RUNS / "2026-12-06-h100-planted-b" / "planted-8b-noprefix"  # --no-enable-prefix-caching, a 7.5K prefix shared by 8K prompts
+
+
+def test_a_shared_prefix_in_the_words_costs_the_prefix_cache_that_is_off():
+    """The words give the shared prefix (7.5K of 8K prompts), the log says prefix caching is off: the prefix
+    recomputed for every request opens the answer to a TTFT question, before the prefill floor."""
+    result = _ask("RAG 场景，所有请求共用一个 7.5k 的系统提示词，16 并发，8k 输入 128 输出，H100 上 Llama-3.1-8B 首 token 0.87 秒，感觉共享前缀应该更快才对？",
+                  NOPREFIX_RUN / "server.log.gz", NOPREFIX_RUN / "snapshots.prom.gz")
+    assert result.inputs.shared_prefix_len == 7500
+    assert result.diagnosis.findings[0].cause == "prefix_cache"
+    assert _opening(result).startswith("前缀缓存是关闭的，所有提示词共享的 7,500 个 token")

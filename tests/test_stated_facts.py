@@ -628,3 +628,17 @@ def test_numbers_written_before_their_words_belong_to_the_word_after(text, concu
     number is the word's after it; keyword-first chains keep their order."""
     said = read_stated_facts(text)
     assert (said.concurrency, said.input_len, said.output_len) == (concurrency, input_len, output_len)
+
+
+@pytest.mark.parametrize(("text", "prefix"), [
+    ("RAG 场景，所有请求共用一个 7.5k 的系统提示词，16 并发，8k 输入 128 输出", 7500),
+    ("a 2000-token shared system prompt, 4k prompts", 2000),
+    ("shared prefix of 3000 tokens", 3000),
+    ("共享前缀 4k，输入 6k", 4000),
+    ("8k prompts with a 7.5K common prefix", 7500),
+    ("all requests have the same system prompt", None),  # no length: nothing to model
+])
+def test_a_shared_prefix_is_read_with_its_length(text, prefix):
+    """"所有请求共用一个 7.5k 的系统提示词" was not read: with prefix caching off in the log, what the setting
+    costs could not be modelled (a new user's find on a planted real run)."""
+    assert read_stated_facts(text).shared_prefix_len == prefix

@@ -48,7 +48,8 @@ ANSWERS: dict[Topic, tuple[tuple[str, ...], tuple[str, ...]]] = {
         ("chunked_prefill_interference", "decode_bandwidth", "tp_comm", "cpu_frontend", "detokenize", "spec_decode", "cuda_graph", "preemption"),
     ),
     "no_change_with_load": (
-        ("reason.kv_fit", "reason.kv_fit_clients", "reason.kv_fit_clients_min", "reason.same_speed", "reason.queue_beyond_fit", "reason.max_num_seqs_below_clients", "reason.max_num_seqs_over"),
+        ("reason.kv_fit", "reason.kv_fit_clients", "reason.kv_fit_clients_min", "reason.kv_fit_logged", "reason.kv_fit_logged_min", "reason.same_speed", "reason.queue_beyond_fit",
+         "reason.max_num_seqs_below_clients", "reason.budget_throttles", "reason.max_num_seqs_over"),
         ("kv_capacity", "queueing", "max_num_seqs_limit", "preemption", "batched_tokens_limit"),
     ),
     "throughput": (
@@ -58,16 +59,19 @@ ANSWERS: dict[Topic, tuple[tuple[str, ...], tuple[str, ...]]] = {
     "first_token": (
         # clients beyond what the KV cache holds wait seconds for room: that, and the setting that shrank the
         # cache, before the prompt's own prefill (a 0.2 s floor opened the reply to a 16 s TTFT, 36 of 48 waiting)
-        ("reason.kv_fit", "reason.kv_fit_clients", "reason.kv_fit_clients_min", "reason.memory_fraction_fit", "reason.max_num_seqs_below_clients", "reason.prefill_compute", "reason.burst_rate", "reason.queue_beyond_fit", "reason.identical_prompts",
+        # a request the cache cannot hold at all, the token budget that admits them, a shared prefix prefilled again each time: also before it
+        ("reason.kv_not_one", "reason.kv_fit", "reason.kv_fit_clients", "reason.kv_fit_clients_min", "reason.kv_fit_logged", "reason.kv_fit_logged_min", "reason.memory_fraction_fit",
+         "reason.max_num_seqs_below_clients", "reason.budget_throttles", "reason.prefix_recomputed", "reason.prefill_compute", "reason.burst_rate", "reason.queue_beyond_fit", "reason.identical_prompts",
          "reason.attention", "reason.batched_chunks_ttft"),
         ("prefill_compute", "queueing", "prefix_cache", "chunked_prefill_interference", "attention_backend"),
     ),
     "capacity": (
-        ("reason.kv_fit", "reason.kv_fit_clients", "reason.kv_fit_clients_min", "reason.memory_fraction_fit", "reason.kv_too_small", "reason.profiling_pass", "reason.max_num_seqs_below_clients", "reason.max_num_seqs_over"),
+        ("reason.kv_not_one", "reason.kv_fit", "reason.kv_fit_clients", "reason.kv_fit_clients_min", "reason.kv_fit_logged", "reason.kv_fit_logged_min", "reason.memory_fraction_fit", "reason.kv_too_small",
+         "reason.profiling_pass", "reason.max_num_seqs_below_clients", "reason.max_num_seqs_over"),
         ("kv_capacity", "memory_config", "max_num_seqs_limit", "preemption"),
     ),
     "config": (
-        ("reason.batched_chunks", "reason.batched_chunks_ttft", "reason.memory_fraction_fit", "reason.max_num_seqs_below_clients", "reason.max_num_seqs_over", "reason.profiling_pass", "reason.cuda_graph_off", "reason.spec_decode"),
+        ("reason.budget_throttles", "reason.batched_chunks", "reason.batched_chunks_ttft", "reason.memory_fraction_fit", "reason.max_num_seqs_below_clients", "reason.max_num_seqs_over", "reason.profiling_pass", "reason.cuda_graph_off", "reason.spec_decode"),
         ("batched_tokens_limit", "max_num_seqs_limit", "memory_config", "cuda_graph", "spec_decode", "kv_quant"),
     ),
 }

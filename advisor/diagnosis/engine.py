@@ -328,6 +328,8 @@ def stated_facts(said) -> list[Msg]:
             out.append(msg(f"stated.{kind}_chars", chars=chars, tokens=q(tokens, "tokens"), ratio=said.tokens_per_char))
         elif tokens:
             out.append(msg(f"stated.{kind}", tokens=q(tokens, "tokens")))
+    if said.shared_prefix_len:
+        out.append(msg("stated.shared_prefix", tokens=q(said.shared_prefix_len, "tokens")))
     if said.concurrency:
         out.append(msg("stated.concurrency", clients=", ".join(str(c) for c in said.concurrency)))
     if said.request_tok_s and said.request_tok_s != said.single_tok_s:

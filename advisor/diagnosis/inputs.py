@@ -596,6 +596,8 @@ def facts_from_words(inputs: DiagnosisInputs) -> StatedFacts:
         # at many clients ("并发一百才 500 tok/s") a figure may be the whole server's, unless the words say each request's
         used["request_tok_s"] = said.request_tok_s
         used["per_request"] = said.per_request
+    if said.shared_prefix_len and not (w and w.shared_prefix_len):  # "所有请求共用一个 7.5k 的系统提示词"
+        used["shared_prefix_len"] = said.shared_prefix_len
     if vllm_only and said.ttft_ms:  # "TTFT 16 s at 48 clients": set beside the model's at that load (agreement.py)
         used["ttft_ms"], used["ttft_clients"] = said.ttft_ms, said.ttft_clients
     if used:
@@ -718,7 +720,9 @@ def _workload(inputs: DiagnosisInputs) -> None:
     w = inputs.case.workload if inputs.case else None
     inputs.input_len = (w.input_len if w else None) or _mean_of(inputs.measured, "input_len") or inputs.stated.input_len
     inputs.output_len = (w.output_len if w else None) or _mean_of(inputs.measured, "output_len") or inputs.stated.output_len
-    inputs.shared_prefix_len = w.shared_prefix_len if w else None
+    inputs.shared_prefix_len = (w.shared_prefix_len if w else None) or inputs.stated.shared_prefix_len
+    if inputs.shared_prefix_len and inputs.input_len and inputs.shared_prefix_len >= inputs.input_len:
+        inputs.shared_prefix_len = None  # a prefix as long as the prompt is no prefix: the words mix two figures
 
 
 #: A run's token totals, for its mean lengths where it kept no per-request ones.

@@ -599,6 +599,27 @@ def _stated_ttft(text: str, loads: list[tuple[int, int]]) -> tuple[float | None,
     return ttft, at
 
 
+#: A prefix every prompt shares, with its length: "a 7.5k shared system prompt", "shared prefix of 2000 tokens",
+#: "所有请求共用一个 7.5k 的系统提示词", "共享前缀 4k".
+_NUM = r"(\d+(?:\.\d+)?)\s*([kK千]?)"
+_SHARED_PREFIX = re.compile(
+    _A + _NUM + r"[-\s]*(?:tokens?[-\s]+)?(?:shared|common|identical|same)\s+(?:system[-\s]+)?(?:prompt|prefix)"
+    + r"|(?:shared|common)\s+(?:system[-\s]+)?(?:prompt|prefix)\s*(?:of|is|was|:|=|~)?\s*(?:about\s+|~)?" + _NUM + r"[-\s]*tokens?"
+    + r"|(?:共用|共享|公用|相同)的?\s*(?:同)?(?:一个|一段)?\s*" + _NUM + r"\s*(?:个)?\s*(?:tokens?)?\s*(?:的)?\s*(?:系统提示词?|前缀|system\s*prompt)"
+    + r"|(?:共享前缀|公共前缀|相同前缀)\s*(?:长度)?\s*(?:为|是|约|有|[:：=])?\s*" + _NUM,
+    re.IGNORECASE,
+)
+
+
+def _shared_prefix(text: str) -> int | None:
+    """The length of the prefix the words say every prompt shares (two different ones: none)."""
+    found = []
+    for m in _SHARED_PREFIX.finditer(text):
+        number, scale = next((m.group(i), m.group(i + 1)) for i in range(1, (m.re.groups or 0) + 1, 2) if m.group(i) is not None)
+        found.append(_tokens(number, scale or None))
+    return _one(found)
+
+
 def read_stated_facts(text: str | None) -> StatedFacts:
     """The deployment facts ``text`` names unambiguously (empty when it names none)."""
     text = (text or "")[:MAX_CHARS]
@@ -668,6 +689,7 @@ def read_stated_facts(text: str | None) -> StatedFacts:
         throughput_tok_s=throughput_tok_s,
         throughput_counts_input=counts_input and throughput_tok_s is not None,
         per_request=bool(PER_REQUEST.search(text)),
+        shared_prefix_len=_shared_prefix(said),
         ttft_ms=ttft_ms,
         ttft_clients=ttft_clients,
     )

@@ -35,6 +35,8 @@ class StatedFacts(BaseModel):
     ttft_clients: int | None = Field(None, ge=1, le=100_000)
     quantization: str | None = None
     input_len: int | None = Field(None, ge=1, le=MAX_TOKENS)
+    #: tokens every prompt shares ("a 7.5k shared system prompt", "共用一个 7.5k 的系统提示词")
+    shared_prefix_len: int | None = Field(None, ge=1, le=MAX_TOKENS)
     output_len: int | None = Field(None, ge=1, le=MAX_TOKENS)
     #: a length the words give in Chinese characters ("输入约 5 万字"), not tokens: the gatherer turns it
     #: into tokens with the model's tokenizer family (diagnosis/inputs.py) and the answer says both
