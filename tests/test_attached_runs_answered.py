@@ -239,7 +239,8 @@ def test_the_logged_kv_pool_holds_the_clients_or_not_without_a_model_of_the_gpu(
     text = result.answer.markdown
     assert "holds 93,216 tokens (its log)" in text and "about 36 requests wait for room" in text
     assert "`--gpu-memory-utilization 0.35` leaves the KV cache 93,216 tokens" in text and "enough for your 48 clients" in text
-    assert "--data-parallel-size" not in text
+    changes = text.split("## What to change")[1]
+    assert changes.lstrip().startswith("1. **Put gpu_memory_utilization back to vLLM's default")  # not a second GPU first
 
 
 NOPREFIX_RUN = RUNS / "2026-12-06-h100-planted-b" / "planted-8b-noprefix"  # --no-enable-prefix-caching, a 7.5K prefix shared by 8K prompts
