@@ -254,3 +254,17 @@ def test_a_shared_prefix_in_the_words_costs_the_prefix_cache_that_is_off():
     assert result.inputs.shared_prefix_len == 7500
     assert result.diagnosis.findings[0].cause == "prefix_cache"
     assert _opening(result).startswith("前缀缓存是关闭的，所有提示词共享的 7,500 个 token")
+
+
+LONGMIX_RUN = RUNS / "2026-12-06-h100-planted-b" / "planted-14b-longmix"  # 6 clients of 20K-token prompts, the default budget
+
+
+def test_a_long_prompts_chunks_stall_the_running_streams_without_a_simulated_load():
+    """No output length, so no load is simulated: each 20K prompt still enters in 3 chunks of 8,192 tokens
+    and each chunk's step stalls the 5 running streams many decode steps (a new user's find: "it freezes
+    mid-answer" was answered with the API server's CPU)."""
+    result = _ask("6 users each sending 20k-token documents, Qwen2.5-14B on one H100. Streaming looks choppy: ITL p50 22 ms but TPOT 30 ms, "
+                  "and sometimes it freezes for a while mid-answer. normal?", LONGMIX_RUN / "server.log.gz", LONGMIX_RUN / "snapshots.prom.gz")
+    assert result.inputs.input_len == 20000
+    assert result.diagnosis.findings[0].cause == "chunked_prefill_interference"
+    assert "enters in 3 chunks of up to 8,192 tokens" in result.answer.markdown

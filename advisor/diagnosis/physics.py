@@ -474,6 +474,9 @@ def _match_point(runs: list[BenchmarkRun], concurrency: int) -> BenchmarkRun | N
 
 
 def _chunked_prefill(inputs: DiagnosisInputs, board: Board) -> None:
+    if not any(r.offered_concurrency for r in inputs.predicted):
+        _chunked_prefill_unsimulated(inputs, board)
+        return
     for run in sorted(inputs.predicted, key=lambda r: -(r.offered_concurrency or 0)):
         sv = _view(run)
         share, mixed, dec = sv.share_of_time_in_mixed_steps, sv.mixed_step_ms_mean, sv.decode_only_step_ms_mean
@@ -502,6 +505,42 @@ def _chunked_prefill(inputs: DiagnosisInputs, board: Board) -> None:
             ),
         )
         return
+
+
+def _chunked_prefill_unsimulated(inputs: DiagnosisInputs, board: Board) -> None:
+    """Where no load was simulated (no output length): the stall one chunk of a new long prompt puts on
+    every running stream, from the step times alone, at the client count the words give ("6 users each
+    sending 20k-token documents ... it freezes for a while mid-answer": a new user's find, answered with
+    the API server's CPU). How often such steps come needs the simulation; that each one stalls the
+    others by several decode steps does not."""
+    from .report_facts import highest_concurrency
+
+    engine, length = inputs.engine, inputs.input_len
+    clients = highest_concurrency(inputs)
+    cfg = engine.config
+    if not length or not clients or clients < 2 or cfg.enable_chunked_prefill is False or not inputs.deployment.is_vllm:
+        return
+    budget = cfg.max_num_batched_tokens
+    if not budget or length < 2 * budget:  # a prompt of one or two chunks stalls others once or twice: the rest of the model's business
+        return
+    running = clients - 1
+    dec = engine.decode_step_ms(running, length)
+    mixed = engine.mixed_step_ms(running, length, budget, length // 2)
+    if not dec or dec <= 0 or mixed < 3 * dec:
+        return
+    chunks = -(-length // budget)
+    smaller = max(512, budget // 4)
+    board.add(
+        "chunked_prefill_interference",
+        2.0,
+        _model(msg("ev.prefill_step"), round(mixed, 1), "ms", msg("detail.vs_decode_step", dec=q(dec, "ms"))),
+        reason=msg("reason.chunked_prefill_stall", input=q(length, "tokens"), budget=q(budget, "tokens"), chunks=chunks,
+                   mixed=q(round(mixed), "ms"), dec=q(round(dec, 1), "ms"), running=q(running, "requests")),
+        recommendation=Recommendation(
+            change=msg("rec.smaller_budget", tokens=smaller), flag=f"--max-num-batched-tokens {smaller}", whatif=[f"max_num_batched_tokens={smaller}"],
+            cost=msg("cost.smaller_budget"), verify="histogram_quantile(0.99, sum by (le) (rate(vllm:inter_token_latency_seconds_bucket[5m])))",
+        ),
+    )
 
 
 #: A measured TTFT this many times its prompt's prefill alone is mostly time spent before the prefill

@@ -163,7 +163,7 @@ def _length_pattern(nouns: str, scaled_nouns: str, token_kind: str, keyword: str
     )
 
 
-_INPUT = _length_pattern(r"(?:long\s+)?(?:prompts?|inputs?|context)", r"(?:long\s+)?(?:prompts?|inputs?|context)", r"(?:input|prompt)", r"(?<!system )(?:prompt|input|isl)", r"(?:输入|提示词|上下文)", r"(?:输入|上下文|提示词)", _IN_PAIR)
+_INPUT = _length_pattern(r"(?:long\s+)?(?:prompts?|inputs?|context|documents?|docs)", r"(?:long\s+)?(?:prompts?|inputs?|context|documents?|docs)", r"(?:input|prompt)", r"(?<!system )(?:prompt|input|isl)", r"(?:输入|提示词|上下文)", r"(?:输入|上下文|提示词)", _IN_PAIR)
 _OUTPUT = _length_pattern(r"(?:outputs?|generations?|completions?|responses?)", r"(?:outputs?|completions?|responses?)", r"(?:output|generated|completion)", r"(?:output|max_tokens|osl)", r"(?:输出|生成)", r"(?:输出)", _OUT_PAIR)
 _CONCURRENCY = re.compile(
     _A + r"(\d{1,5})\s*(?:concurrent|parallel|simultaneous)(?:\s+(?:requests|clients|users|connections))?" + _Z
