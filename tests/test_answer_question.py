@@ -470,7 +470,7 @@ def test_a_prompt_beyond_the_models_positions_is_said_in_the_short_answer():
     """63K-token prompts planned for Qwen2.5-14B (32,768 positions): modelled at the workload's length, and the
     short answer says vLLM takes it only with position scaling configured (a Chinese user's find: not said)."""
     md = Session(kb=False).answer("Qwen2.5-14B-Instruct 单卡 L20 48G，输入 63K，打算跑 8 个并发，首 token 大概要多久？").answer.markdown
-    assert "而负载的请求比模型原生的 32,768 个 token 位置更长：按 `--max-model-len 63000` 计算" in md
+    assert "而负载的请求比模型原生的上下文长度（32,768 个 token）更长：按 `--max-model-len 63000` 计算" in md
     assert "位置编码缩放" in md
 
 
@@ -507,3 +507,11 @@ def test_a_request_longer_than_the_kv_cache_the_weights_leave_opens_the_answer()
     assert opening.startswith("Each request of 32,000 tokens needs") and "not one such request fits" in opening
     zh = Session(kb=False).answer("单张 H100 跑 Llama-3.1-70B-Instruct FP8，输入 32K，8 个并发，请求很慢，为什么？").answer.markdown
     assert "连一个这样的请求都放不下" in zh.split("\n\n")[1]
+
+
+def test_a_set_max_model_len_beyond_the_models_positions_and_a_request_length_are_answered():
+    """"I set max-model-len 131072. How many concurrent 100k-token requests can I serve?" (a new user's find: the
+    length was given and the answer asked for it; "131072." at a sentence's end was not read as the flag)."""
+    md = Session(kb=False).answer("Qwen2.5-7B-Instruct-GPTQ-Int4 on one RTX 4090, I set max-model-len 131072. How many concurrent 100k-token requests can I serve?").answer.markdown
+    assert md.split("\n\n")[1].startswith("About 2.9 requests of 100,000 tokens each fit in the KV cache at once")
+    assert "`--max-model-len 131072` is longer than the model's native context (32,768 tokens)" in md

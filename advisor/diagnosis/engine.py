@@ -387,6 +387,10 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
             out.append(msg("note.version_assumed", version=cfg.vllm_version))
         if cfg.source_of("tensor_parallel_size") == "derived":
             out.append(msg("note.tp_assumed", tp=cfg.tensor_parallel_size, gpus=engine.num_gpus, gpu=engine.gpu.name))
+        native = engine.model.max_position_embeddings or 0
+        if cfg.source_of("max_model_len") == "user" and native and cfg.max_model_len > native and not inputs.served:
+            # "I set max-model-len 131072" on Qwen2.5-7B (32,768 positions): vLLM refuses it without position scaling
+            out.append(msg("note.max_model_len_beyond", flag=str(cfg.max_model_len), native=q(native, "tokens")))
         if cfg.source_of("max_model_len") == "derived":
             # raised to the workload's requests, or lowered to what the KV cache holds: the server ran with
             # such a length, or one being planned needs it (vLLM refuses to start on the model's default)

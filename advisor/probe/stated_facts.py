@@ -163,7 +163,7 @@ def _length_pattern(nouns: str, scaled_nouns: str, token_kind: str, keyword: str
     )
 
 
-_INPUT = _length_pattern(r"(?:long\s+)?(?:prompts?|inputs?|context|documents?|docs)", r"(?:long\s+)?(?:prompts?|inputs?|context|documents?|docs)", r"(?:input|prompt)", r"(?<!system )(?:prompt|input|isl)", r"(?:输入|提示词|上下文)", r"(?:输入|上下文|提示词)", _IN_PAIR)
+_INPUT = _length_pattern(r"(?:long\s+)?(?:prompts?|inputs?|context|documents?|docs|requests?)", r"(?:long\s+)?(?:prompts?|inputs?|context|documents?|docs)", r"(?:input|prompt)", r"(?<!system )(?:prompt|input|isl)", r"(?:输入|提示词|上下文)", r"(?:输入|上下文|提示词)", _IN_PAIR)
 _OUTPUT = _length_pattern(r"(?:outputs?|generations?|completions?|responses?)", r"(?:outputs?|completions?|responses?)", r"(?:output|generated|completion)", r"(?:output|max_tokens|osl)", r"(?:输出|生成)", r"(?:输出)", _OUT_PAIR)
 _CONCURRENCY = re.compile(
     _A + r"(\d{1,5})\s*(?:concurrent|parallel|simultaneous)(?:\s+(?:requests|clients|users|connections))?" + _Z
@@ -385,7 +385,7 @@ _FLAG_KINDS = {
 _FLAG_VALUE = re.compile(
     r"(?<![A-Za-z0-9_])-{0,2}(" + "|".join(name.replace("_", "[-_]") for name in _FLAG_KINDS) + r")(?![A-Za-z0-9_])"
     r"\s*(?:=|:|：|设成|设为|设置为|设置成|设的是|设的|为|是|set to|of|at)?\s*(?:=\s*)?"
-    r"(\d+(?:\.\d+)?\s*[kK]?|fp8(?:_e4m3|_e5m2)?|auto|bfloat16|float16|bf16|fp16|gptq_marlin|awq_marlin|gptq|awq|bitsandbytes|compressed-tensors|gguf)(?![A-Za-z0-9_.])",
+    r"(\d+(?:\.\d+)?\s*[kK]?|fp8(?:_e4m3|_e5m2)?|auto|bfloat16|float16|bf16|fp16|gptq_marlin|awq_marlin|gptq|awq|bitsandbytes|compressed-tensors|gguf)(?![A-Za-z0-9_]|\.[A-Za-z0-9_])",
     re.IGNORECASE,
 )
 #: A value the words propose rather than run ("should I set max_num_seqs to 256?", "改成 512 会不会更快",
