@@ -515,3 +515,13 @@ def test_a_set_max_model_len_beyond_the_models_positions_and_a_request_length_ar
     md = Session(kb=False).answer("Qwen2.5-7B-Instruct-GPTQ-Int4 on one RTX 4090, I set max-model-len 131072. How many concurrent 100k-token requests can I serve?").answer.markdown
     assert md.split("\n\n")[1].startswith("About 2.9 requests of 100,000 tokens each fit in the KV cache at once")
     assert "`--max-model-len 131072` is longer than the model's native context (32,768 tokens)" in md
+
+
+def test_a_deployment_whose_weights_cannot_fit_but_reports_speeds_is_said_first():
+    """70B in bf16 on one 24 GB RTX 4090 "at 45 tok/s" (a new user's find: answered with the prefill): what serves
+    the figures is not this deployment, and one request's decode ceiling is the bandwidth over the weights."""
+    md = Session(kb=False).answer("一张 4090 跑 Llama-3.1-70B（bf16 没量化），单并发输出每秒 45 token，首 token 0.3 秒，想再快一点，怎么调？").answer.markdown
+    opening = md.split("\n\n")[1]
+    assert opening.startswith("这个模型按这种格式，每张卡的权重约需 131 GiB，而每张卡只有 24 GiB") and "你说的 45 tok/s 超出了" in opening
+    md = Session(kb=False).answer("Llama-3.1-70B-Instruct bf16 on a single A100 80GB, single user gets 500 tok/s decode. Can I get more?").answer.markdown
+    assert "about 14.4 tok/s, so the stated 500 tok/s is beyond" in md.split("\n\n")[1]

@@ -315,6 +315,11 @@ def question_verdict(question: str | None, diagnosis: Diagnosis) -> tuple[str | 
     normal?" or "did I set something up wrong?", (None, the verdict on the leading finding's kind);
     else (None, None): what both the short and the full answer open with."""
     asked = asked_causes(question)
+    if (w := diagnosis.weights_exceed) is not None:  # what runs is not what the words describe: that first
+        from ..schema.message import msg, q
+
+        stated = msg("verdict.weights_exceed_stated", stated=q(w.stated_tok_s, "tok/s")) if w.stated_tok_s and w.stated_tok_s > w.ceiling_tok_s else ""
+        return None, msg("verdict.weights_exceed", weights=q(w.weights_gib, "GiB"), gpu=q(w.gpu_gib, "GiB"), ceiling=q(w.ceiling_tok_s, "tok/s"), stated=stated)
     if asked is not None and asked.causes[0] == "kv_capacity" and not diagnosis.disagreement and (room := capacity_verdict(question, diagnosis)) is not None:
         return None, room  # "KV缓存是不是太小了？能支持多少并发？": how many it holds answers both (a Chinese user's find)
     said = verdict(asked, diagnosis)

@@ -11,7 +11,7 @@ figures would agree by construction.
 from __future__ import annotations
 
 from ..schema import BenchmarkRun
-from ..schema.finding import ExpectedFigures, MeasuredTTFT, ModelAgreement, StatedSpeed, StatedThroughput
+from ..schema.finding import ExpectedFigures, MeasuredTTFT, ModelAgreement, StatedSpeed, StatedThroughput, WeightsExceed
 from .inputs import DiagnosisInputs
 
 #: Measured within this share of the prediction counts as agreeing (the model's held-out median error
@@ -320,3 +320,20 @@ def _stated_ttft(inputs: DiagnosisInputs) -> MeasuredTTFT | None:
         return None
     # a load the model did not simulate (no output length): the figure beside one prompt alone's, its load said
     return MeasuredTTFT(load=f"c={clients}" if clients else None, alone=True, median_ms=said.ttft_ms, predicted_median_ms=round(alone, 1), stated=True, input_len=inputs.input_len)
+
+
+def weights_exceed(inputs: DiagnosisInputs) -> WeightsExceed | None:
+    """The weights per GPU, as modelled from the parameter count and format, exceed each GPU's memory
+    while the words report figures measured on a running server ("一张 4090 跑 Llama-3.1-70B（bf16 没量化），
+    单并发每秒 45 token": 141 GB on a 24 GB card; a new user's find: answered with the prefill). What served
+    them is not this deployment; and even were it, one request could not decode faster than the GPU reads
+    its weights. None otherwise, or where files were attached (their own figures and notes speak)."""
+    engine = inputs.engine
+    if engine is None or not inputs.stated.reports_figures or inputs.measured or inputs.server_logs or inputs.metrics_windows:
+        return None
+    mem, gpu = engine.memory, engine.gpu
+    if mem.weights_gib <= gpu.memory_gib:
+        return None
+    ceiling = gpu.mem_bandwidth_gbs * 1e9 / (mem.weights_gib * 2**30)
+    return WeightsExceed(weights_gib=round(mem.weights_gib, 1), gpu_gib=round(gpu.memory_gib, 1), ceiling_tok_s=round(ceiling, 1),
+                         stated_tok_s=inputs.stated.single_tok_s or inputs.stated.request_tok_s)

@@ -32,7 +32,7 @@ MODELLED_EFFECT = 2.0
 
 
 def diagnose(inputs: DiagnosisInputs, *, with_effects: bool = True) -> Diagnosis:
-    from .agreement import expected_figures, measured_ttft, model_agreement, model_disagreement, stated_load_speed, stated_speed, stated_throughput
+    from .agreement import expected_figures, measured_ttft, model_agreement, model_disagreement, stated_load_speed, stated_speed, stated_throughput, weights_exceed
 
     board = Board()
     for detector in DETECTORS:
@@ -62,6 +62,7 @@ def diagnose(inputs: DiagnosisInputs, *, with_effects: bool = True) -> Diagnosis
         stated_throughput=stated_throughput(inputs),
         stated_load_speed=stated_load_speed(inputs),
         measured_ttft=measured_ttft(inputs),
+        weights_exceed=weights_exceed(inputs),
         expected=expected_figures(inputs),
     )
 

@@ -146,6 +146,19 @@ class MeasuredTTFT(BaseModel):
     input_len: int | None = None
 
 
+class WeightsExceed(BaseModel):
+    """The weights as modelled do not fit the GPUs given, yet the words report figures of a running server
+    (diagnosis/agreement.py): what serves them is not the deployment described. Even if it fit, reading
+    the weights once a token caps one request's decode speed at ``ceiling_tok_s``."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    weights_gib: float = Field(description="weights per GPU, GiB (modelled from the parameter count and format)")
+    gpu_gib: float = Field(description="memory of each GPU, GiB")
+    ceiling_tok_s: float = Field(description="the GPU's bandwidth over the weights per GPU: one request's decode ceiling, tok/s")
+    stated_tok_s: float | None = None
+
+
 class ExpectedFigures(BaseModel):
     """What the performance model expects of the deployment (diagnosis/agreement.py): one request alone,
     and, where the words or the case give a load, the figures at the heaviest one. The reply to "what
@@ -242,6 +255,7 @@ class Diagnosis(BaseModel):
     stated_load_speed: StatedSpeed | None = None
     #: the measured time to first token at the slowest measured load point, beside the model's (None: no benchmark file gives one)
     measured_ttft: MeasuredTTFT | None = None
+    weights_exceed: WeightsExceed | None = None
     #: the whole server's output rate the words state at one load, beside the model's (None: none stated, or not modelled)
     stated_throughput: StatedThroughput | None = None
     #: what the model expects of the deployment (None: not modelled, or measured runs say more)
