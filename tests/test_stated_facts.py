@@ -642,3 +642,22 @@ def test_a_shared_prefix_is_read_with_its_length(text, prefix):
     """"所有请求共用一个 7.5k 的系统提示词" was not read: with prefix caching off in the log, what the setting
     costs could not be modelled (a new user's find on a planted real run)."""
     assert read_stated_facts(text).shared_prefix_len == prefix
+
+
+@pytest.mark.parametrize(("text", "chars", "single"), [
+    ("Qwen2.5-72B-Instruct-AWQ 跑在 2 张 4090 上（TP2），单用户输出大概每秒 30 个字，正常吗？", 30, True),
+    ("每秒生成 20 个汉字", 20, False),
+    ("输出速度 30 字/秒", 30, False),
+    ("输入 5000 字", None, False),  # a length in characters, not a rate
+])
+def test_a_speed_in_chinese_characters_a_second_is_read(text, chars, single):
+    """"单用户输出大概每秒 30 个字" was dropped (a new user's find): read as characters a second, turned into
+    tokens a second by the gatherer with the model's tokenizer family."""
+    said = read_stated_facts(text)
+    assert (said.chars_per_s, said.chars_single) == (chars, single)
+
+
+def test_a_number_last_rate_with_each_request_is_each_requests():
+    """"10 个并发 ... 每个请求每秒只有 8 tokn": the typo is a token, and "每个请求" makes it each request's."""
+    said = read_stated_facts("T4 上跑 Qwen2.5-3B，10 个并发 输入 1k 输出 512，每个请求每秒只有 8 tokn，是不是太慢了？")
+    assert (said.request_tok_s, said.per_request) == (8.0, True)

@@ -333,9 +333,11 @@ def stated_facts(said) -> list[Msg]:
         out.append(msg("stated.shared_prefix", tokens=q(said.shared_prefix_len, "tokens")))
     if said.concurrency:
         out.append(msg("stated.concurrency", clients=", ".join(str(c) for c in said.concurrency)))
-    if said.request_tok_s and said.request_tok_s != said.single_tok_s:
+    if said.chars_per_s:  # a speed in characters a second, and the tokens a second it was read as
+        out.append(msg("stated.speed_chars", chars=f"{said.chars_per_s:g}", speed=q(said.single_tok_s or said.request_tok_s, "tok/s"), ratio=said.tokens_per_char))
+    elif said.request_tok_s and said.request_tok_s != said.single_tok_s:
         out.append(msg("stated.speed", speed=q(said.request_tok_s, "tok/s")))
-    if said.single_tok_s:
+    if said.single_tok_s and not said.chars_per_s:
         out.append(msg("stated.single_speed", speed=q(said.single_tok_s, "tok/s")))
     if said.throughput_tok_s and said.concurrency:
         out.append(msg("stated.throughput_total" if said.throughput_counts_input else "stated.throughput", speed=q(said.throughput_tok_s, "tok/s"), load=f"c={said.concurrency[0]}"))

@@ -592,6 +592,12 @@ def facts_from_words(inputs: DiagnosisInputs) -> StatedFacts:
         used["single_tok_s"] = said.single_tok_s
     if vllm_only and said.throughput_tok_s and len(said.concurrency) == 1:  # the whole server's, at the one load named
         used["throughput_tok_s"], used["throughput_counts_input"] = said.throughput_tok_s, said.throughput_counts_input
+    if vllm_only and said.chars_per_s and not (said.request_tok_s or said.single_tok_s) and (said.chars_single or not loaded or said.per_request):
+        # "单用户输出大概每秒 30 个字": characters a second, read as tokens a second with the model's tokenizer family
+        ratio = as_tokens(1000, dep.model or said.model).per_char
+        used["single_tok_s" if said.chars_single else "request_tok_s"] = round(said.chars_per_s * ratio, 1)
+        used["chars_per_s"], used["tokens_per_char"] = said.chars_per_s, used.get("tokens_per_char") or ratio
+        used["per_request"] = said.per_request
     if said.request_tok_s and vllm_only and (not loaded or said.per_request):  # "生成速度只有 8 token/s": set beside the model's (diagnosis/agreement.py);
         # at many clients ("并发一百才 500 tok/s") a figure may be the whole server's, unless the words say each request's
         used["request_tok_s"] = said.request_tok_s

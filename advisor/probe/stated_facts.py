@@ -455,7 +455,14 @@ _SPEED = re.compile(r"(?<![\d.,])(\d{1,5}(?:\.\d+)?)\s*(?:tok(?:en)?s?\s*/\s*(?:
 
 
 #: A rate written number-last in Chinese ("每秒大概 35 个 token", "每秒输出 30 个 token"): read as "35 token/s"
-_EVERY_SECOND = re.compile(r"每\s*秒(?:钟)?\s*(?:输出|生成|能出|能跑|只有|才|大概|大约|约|有|能有)*\s*(?P<n>\d+(?:\.\d+)?)\s*(?:多)?\s*个?\s*(?:token|tokens|tok)\b", re.IGNORECASE)
+_EVERY_SECOND = re.compile(r"每\s*秒(?:钟)?\s*(?:输出|生成|能出|能跑|只有|才|大概|大约|约|有|能有)*\s*(?P<n>\d+(?:\.\d+)?)\s*(?:多)?\s*个?\s*(?:token|tokens|tok|tokn|toks)\b", re.IGNORECASE)
+#: A rate in Chinese characters ("每秒 30 个字", "30 字/秒"): not tokens; the gatherer turns it into tokens with
+#: the model's tokenizer family, as it does lengths in characters (diagnosis/char_lengths.py)
+_CHAR_RATE = re.compile(
+    r"每\s*秒(?:钟)?\s*(?:输出|生成|能出|只有|才|大概|大约|约|有)*\s*(?P<a>\d+(?:\.\d+)?)\s*(?:多)?\s*个?\s*(?:汉字|中文字?|字)(?![节符数])"
+    r"|(?<![\d.])(?P<b>\d+(?:\.\d+)?)\s*个?\s*(?:汉字|字)\s*(?:/\s*秒|每\s*秒|/\s*s\b)",
+    re.IGNORECASE,
+)
 
 
 def _request_speed(text: str) -> float | None:
@@ -688,7 +695,9 @@ def read_stated_facts(text: str | None) -> StatedFacts:
         single_tok_s=single_tok_s,
         throughput_tok_s=throughput_tok_s,
         throughput_counts_input=counts_input and throughput_tok_s is not None,
-        per_request=bool(PER_REQUEST.search(text)),
+        per_request=bool(PER_REQUEST.search(text) or PER_REQUEST.search(_EVERY_SECOND.sub(r"\g<n> token/s", text))),
+        chars_per_s=_one([float(m.group("a") or m.group("b")) for m in _CHAR_RATE.finditer(text)]),
+        chars_single=bool(_SINGLE.search(text)) and not any(c > 1 for c in concurrency),
         shared_prefix_len=_shared_prefix(said),
         ttft_ms=ttft_ms,
         ttft_clients=ttft_clients,

@@ -28,6 +28,10 @@ class StatedFacts(BaseModel):
     #: and whether it counts prompt tokens too (vLLM bench's "Total Token throughput")
     throughput_tok_s: float | None = Field(None, gt=0, le=10_000_000)
     throughput_counts_input: bool = False
+    #: a decode speed the words give in Chinese characters a second ("每秒 30 个字"), and whether it is one
+    #: request alone's; the gatherer turns it into tok/s with the model's tokenizer family
+    chars_per_s: float | None = Field(None, gt=0, le=100_000)
+    chars_single: bool = False
     #: the weights' format the words name ("GPTQ 4bit", "an AWQ checkpoint"), as vLLM's --quantization spells it
     #: a time to first token the words state ("TTFT 16 s", "首 token 要等 20 多秒"), ms, and the client count
     #: it was seen at (None: not said)
@@ -53,4 +57,4 @@ class StatedFacts(BaseModel):
 
     def empty(self) -> bool:
         """Nothing read that a field of the deployment or workload could take."""
-        return not any(getattr(self, name) for name in type(self).model_fields if name not in ("reports_figures", "per_request", "throughput_counts_input", "ttft_clients"))
+        return not any(getattr(self, name) for name in type(self).model_fields if name not in ("reports_figures", "per_request", "throughput_counts_input", "ttft_clients", "chars_single"))
