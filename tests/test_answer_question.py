@@ -525,3 +525,12 @@ def test_a_deployment_whose_weights_cannot_fit_but_reports_speeds_is_said_first(
     assert opening.startswith("这个模型按这种格式，每张卡的权重约需 131 GiB，而每张卡只有 24 GiB") and "你说的 45 tok/s 超出了" in opening
     md = Session(kb=False).answer("Llama-3.1-70B-Instruct bf16 on a single A100 80GB, single user gets 500 tok/s decode. Can I get more?").answer.markdown
     assert "about 14.4 tok/s, so the stated 500 tok/s is beyond" in md.split("\n\n")[1]
+
+
+def test_tp2_or_two_replicas_on_two_gpus_compares_the_two():
+    """"TP2 or two replicas?" for an 8B on 2x L40S, TP not given: it is modelled as two replicas, so the replica
+    change was "no material change" and that was the whole answer (a new user's find); TP2 is modelled beside it."""
+    result = Session(kb=False).answer("Should I use TP2 or two replicas for Llama-3.1-8B on 2x L40S? chat traffic, ~1.5k prompt tokens, 300 output, about 100 concurrent users")
+    opening = result.answer.markdown.split("\n\n")[1]
+    assert opening.startswith("Modelled as it runs without tensor parallelism: two replicas, one per GPU") and "throughput 1,798 tok/s →" in opening
+    assert not any("tp=1" in r.whatif for f in result.diagnosis.findings for r in f.recommendations)  # the no-op replica change is gone

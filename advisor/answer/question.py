@@ -276,6 +276,10 @@ def parallel_choice_verdict(question: str | None, diagnosis: Diagnosis) -> Msg |
     # one GPU now, a second one asked about: both ways of using it, as modelled (engine._parallel_options)
     tp = next((r for r in modelled if r.whatif == ["tp=2"]), None)
     dp = next((r for r in modelled if r.whatif == ["dp=2"]), None)
+    if tp is not None and dp is None and any(r.change.id == "rec.tp_two_of_two" for f in diagnosis.findings for r in f.recommendations):
+        # two GPUs modelled as two replicas: TP2 set beside them
+        which = "verdict.replicas_keep" if tp.predicted_worse else "verdict.replicas_tp2_better" if tp.predicted_better else "verdict.replicas_tp2_trade"
+        return msg("verdict.replicas_or_tp2", effect=tp.predicted_effect, which=msg(which))
     if tp is None or dp is None:
         return None
     a, b = tp.predicted_throughput, dp.predicted_throughput

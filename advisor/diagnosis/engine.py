@@ -200,8 +200,20 @@ def _parallel_options(findings: list[Finding], inputs: DiagnosisInputs) -> None:
     where tensor parallelism 2 holds nine times the KV cache)."""
     from .report_facts import PARALLEL_CHOICE
 
-    cfg = inputs.engine.config
-    if not words_say(PARALLEL_CHOICE, inputs) or cfg.tensor_parallel_size != 1 or (cfg.data_parallel_size or 1) != 1 or (inputs.engine.num_gpus or 1) != 1:
+    cfg, engine = inputs.engine.config, inputs.engine
+    if not words_say(PARALLEL_CHOICE, inputs) or cfg.tensor_parallel_size != 1 or (cfg.data_parallel_size or 1) != 1:
+        return
+    if (engine.num_gpus or 1) == 2 and engine.replicas == 2 and cfg.source_of("tensor_parallel_size") != "user":
+        # "TP2 or two replicas?" on two GPUs the model fits one of: it is modelled as two replicas already, so
+        # the replica change is no change; the other option, TP2, is what is modelled (a new user's find:
+        # "no material change" was the whole answer)
+        for f in findings:
+            for i, r in enumerate(f.recommendations):
+                if "tp=1" in r.whatif and any(w.startswith("dp=") for w in r.whatif):
+                    f.recommendations[i] = Recommendation(change=msg("rec.tp_two_of_two"), flag="--tensor-parallel-size 2", whatif=["tp=2"])
+                    return
+        return
+    if (engine.num_gpus or 1) != 1:
         return
     for f in findings:
         if any(r.whatif == ["dp=2"] for r in f.recommendations) and not any(r.whatif == ["tp=2"] for r in f.recommendations):
