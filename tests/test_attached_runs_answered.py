@@ -268,3 +268,13 @@ def test_a_long_prompts_chunks_stall_the_running_streams_without_a_simulated_loa
     assert result.inputs.input_len == 20000
     assert result.diagnosis.findings[0].cause == "chunked_prefill_interference"
     assert "enters in 3 chunks of up to 8,192 tokens" in result.answer.markdown
+
+
+IDLE_DUMP = FIXTURES / "real-metrics" / "production-stack-issue318_vllm-v1-early2025_qwen25coder32b_excerpt.txt"
+
+
+def test_one_metrics_dump_taken_while_idle_is_said_so():
+    """A single /metrics dump with nothing running or waiting says nothing of the slow load (a new user's find:
+    it was used without a word and the answer guessed a CPU front end)."""
+    md = _ask("我们用 production-stack 部署了 Qwen2.5-Coder-32B，两张 A800，这是 /metrics 的内容，用户说很慢，看得出问题吗", IDLE_DUMP).answer.markdown
+    assert "只有一次 /metrics 采样，而且是在服务空闲时采的" in md.split("## 说明")[1]

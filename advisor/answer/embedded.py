@@ -655,7 +655,7 @@ def compose_short(inputs, diagnosis: Diagnosis, sources: list[Citation], languag
     # (that the leading causes are undecided is said in the full analysis, beside the measurements that decide them)
     # what was set aside from the input, read from the words, or left the answer without a model or
     # sources, is said here
-    caveats = [render(n, language) for n in diagnosis.notes if n.id.startswith(("input.", "note.no_model", "note.engine_error", "note.tp_", "note.model_not_in_catalog", "note.gpu_not_in_catalog", "note.words_other_engine", "note.kb_", "note.stated", "note.gauges_missed_load", "note.served_", "note.max_model_len_needed", "note.max_model_len_assumed", "note.max_model_len_beyond", "note.memory_")) or (n.id.startswith(ENGINE_NOTES) and not changes)]
+    caveats = [render(n, language) for n in diagnosis.notes if n.id.startswith(("input.", "note.no_model", "note.engine_error", "note.tp_", "note.model_not_in_catalog", "note.gpu_not_in_catalog", "note.words_other_engine", "note.kb_", "note.stated", "note.gauges_missed_load", "note.metrics_idle", "note.served_", "note.max_model_len_needed", "note.max_model_len_assumed", "note.max_model_len_beyond", "note.memory_")) or (n.id.startswith(ENGINE_NOTES) and not changes)]
     if caveats:  # under their own heading: below the numbered changes they read as one more change (a reviewer's find)
         out += [phrase(language, "h_notes"), ""] + [f"- {c}" for c in caveats] + [""]
     out += [f"_{phrase(language, 'more')}_", ""]

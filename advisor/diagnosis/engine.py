@@ -437,6 +437,10 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
     elif inputs.engine_error:
         out.append(msg("note.engine_error", reason=inputs.engine_error))
     for summary in inputs.metrics_summaries:
+        engines = summary.get("engines", [])
+        if summary.get("num_snapshots") == 1 and engines and all(_idle_reading(eng) for eng in engines):
+            # one dump taken while nothing ran (a new user's find: used without a word, the answer guessed)
+            out.append(msg("note.metrics_idle", source=(summary.get("source") or "/metrics").split("/")[-1]))
         if any(eng.get("gauges_missed_load") for eng in summary.get("engines", [])):
             out.append(msg("note.gauges_missed_load", source=summary.get("source") or "/metrics", snapshots=summary.get("num_snapshots") or 0))
     skipped = list(getattr(inputs, "skipped", []) or [])
@@ -464,6 +468,14 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
         if not text.startswith(covered) and text not in said:
             out.append(msg("note.text", text=text))
     return list({m.model_dump_json(): m for m in out}.values())
+
+
+def _idle_reading(engine_summary: dict) -> bool:
+    """A /metrics reading with nothing running or waiting (a gauge not exported counts as unknown, not idle)."""
+    def most(key: str):
+        return (engine_summary.get(key) or {}).get("max")
+
+    return most("requests_running") == 0 and most("requests_waiting") == 0
 
 
 def _facts(inputs: DiagnosisInputs) -> list[Fact]:
