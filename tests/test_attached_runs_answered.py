@@ -278,3 +278,14 @@ def test_one_metrics_dump_taken_while_idle_is_said_so():
     it was used without a word and the answer guessed a CPU front end)."""
     md = _ask("我们用 production-stack 部署了 Qwen2.5-Coder-32B，两张 A800，这是 /metrics 的内容，用户说很慢，看得出问题吗", IDLE_DUMP).answer.markdown
     assert "只有一次 /metrics 采样，而且是在服务空闲时采的" in md.split("## 说明")[1]
+
+
+UNSTREAMED = FIXTURES / "real-bench" / "genai-perf" / "adaptive_simple_long_response_c50_genai_perf.json"
+
+
+def test_a_ttft_complaint_about_a_run_that_was_not_streamed_is_about_how_it_was_measured():
+    """genai-perf wrote time_to_first_token equal to request_latency (7,508 ms): not a first token's time
+    (a new user's find: answered with queueing)."""
+    result = _ask("our vLLM TTFT at concurrency 50 is terrible, see the genai-perf export", UNSTREAMED)
+    assert result.diagnosis.findings[0].cause == "benchmark_methodology"
+    assert _opening(result).startswith("This run was not streamed: genai-perf's \"time to first token\" (7,508 ms on average)")

@@ -7,7 +7,7 @@ import re
 
 from ..schema import BenchmarkRun, Evidence, Msg, Recommendation
 from ..schema.bench import HELD_GAP_MS
-from ..schema.message import msg, q
+from ..schema.message import msg, q, q_time
 from ..schema.notes import PASTED_SOURCE
 from .board import Board
 from .inputs import DiagnosisInputs
@@ -23,9 +23,26 @@ def detect_measured(inputs: DiagnosisInputs, board: Board) -> None:
     _shared_prefix_missed(inputs, board)
     _spec_decode_drafts(inputs, board)
     _logged_kv_fit(inputs, board)
+    _unstreamed_ttft(inputs, board)
     if kv_ruled_out(inputs):  # busy, the cache under KV_ROOMY_PCT, nothing waiting or preempted
         board.exclude("kv_capacity")
         board.exclude("preemption")
+
+
+def _unstreamed_ttft(inputs: DiagnosisInputs, board: Board) -> None:
+    """A benchmark run that was not streamed, where its tool still wrote a "time to first token" equal to
+    each request's whole latency (genai-perf, NVIDIA's tools: probe/bench/nvidia_metrics.py leaves it out):
+    a TTFT complaint about such a run is about how it was measured (a new user's find: "TTFT at
+    concurrency 50 is terrible" on a non-streamed export was answered with queueing)."""
+    for run in inputs.measured:
+        key = next((k for k in run.metadata if k.endswith("_time_to_first_token_ms_nonstreaming")), None)
+        if key is None or not run.metadata.get(key):
+            continue
+        tool = key.removesuffix("_time_to_first_token_ms_nonstreaming")
+        ttft = float(run.metadata[key])
+        ev = _file(msg("ev.unstreamed_ttft", tool=tool), round(ttft, 1), "ms", where=run.source.split("/")[-1] if run.source else None, load=run.load_label)
+        board.add("benchmark_methodology", 3.0, ev, reason=msg("reason.unstreamed_ttft", tool=tool, ttft=q_time(ttft, "ms")), lead=True)
+        return
 
 
 def _logged_kv_fit(inputs: DiagnosisInputs, board: Board) -> None:
