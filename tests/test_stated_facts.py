@@ -661,3 +661,13 @@ def test_a_number_last_rate_with_each_request_is_each_requests():
     """"10 个并发 ... 每个请求每秒只有 8 tokn": the typo is a token, and "每个请求" makes it each request's."""
     said = read_stated_facts("T4 上跑 Qwen2.5-3B，10 个并发 输入 1k 输出 512，每个请求每秒只有 8 tokn，是不是太慢了？")
     assert (said.request_tok_s, said.per_request) == (8.0, True)
+
+
+def test_a_case_files_latency_given_as_one_number_is_its_mean():
+    """`ttft_ms: 21000` in a case file's observation was refused with "expected a mapping" (a new user's find)."""
+    from vllm_advisor.schema.case import LatencyFigures
+
+    assert LatencyFigures.model_validate(21000).mean == 21000
+    assert LatencyFigures.model_validate({"p50": 900}).p50 == 900
+    with pytest.raises(ValueError):
+        LatencyFigures.model_validate(True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from .cause_ids import CauseId
 from .deployment import Deployment
@@ -31,6 +31,15 @@ class LatencyFigures(BaseModel):
     mean: float | None = Field(None, ge=0, le=MAX_MS)
     p50: float | None = Field(None, ge=0, le=MAX_MS)
     p99: float | None = Field(None, ge=0, le=MAX_MS)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_figure(cls, value):
+        """``ttft_ms: 21000``: one figure without its statistic, as users write it, is read as the mean (a new
+        user's find: it was refused with "expected a mapping"); ``{p50: 21000}`` says which."""
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            return {"mean": value}
+        return value
 
     def is_empty(self) -> bool:
         return self.mean is None and self.p50 is None and self.p99 is None
