@@ -534,3 +534,14 @@ def test_tp2_or_two_replicas_on_two_gpus_compares_the_two():
     opening = result.answer.markdown.split("\n\n")[1]
     assert opening.startswith("Modelled as it runs without tensor parallelism: two replicas, one per GPU") and "throughput 1,798 tok/s →" in opening
     assert not any("tp=1" in r.whatif for f in result.diagnosis.findings for r in f.recommendations)  # the no-op replica change is gone
+
+
+def test_a_change_the_model_predicts_a_net_loss_goes_last_and_says_so():
+    """A budget of 512 predicted to take TTFT p50 997 ms -> 3,079 ms for 16.2 -> 17.7 tok/s was the first change
+    advised for "can it serve 50?" (a new user's find): a felt figure made three times worse (log terms) than the
+    best gain is a net loss at this load."""
+    md = Session(kb=False, serve_cmd="vllm serve Qwen/Qwen3-235B-A22B-FP8 -tp 4 --max-model-len 32768", overrides={"gpu": "H20"}).answer(
+        "4 卡 H20 部署 Qwen3-235B-A22B-FP8，平均输入 6k 输出 1k，想支撑 50 个并发，够不够？每个用户能有多少 token/s？").answer.markdown
+    changes = md.split("## 建议的修改")[1].split("## 说明")[0].strip().splitlines()
+    budget = next(line for line in changes if "--max-num-batched-tokens 512" in line)
+    assert budget == changes[-1] and "模型预测在这个负载下没有帮助：调小每步 token 预算" in budget

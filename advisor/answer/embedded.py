@@ -373,7 +373,10 @@ def _worse_last(recs: list[tuple[Finding, Recommendation]]) -> list[tuple[Findin
 def change_text(r: Recommendation, language: str) -> str:
     """The change in words; one the model predicts to make this load worse says so before it."""
     change = render(r.change, language).strip()
-    return f"{phrase(language, 'not_here')} {change}" if r.predicted_worse else change
+    if not r.predicted_worse:
+        return change
+    lead = phrase(language, "not_here")
+    return f"{lead}{change}" if lead.endswith(("：", "，")) else f"{lead} {change}"  # no space after a full-width colon
 
 
 def _own_settings_first(recs: list[tuple[Finding, Recommendation]]) -> list[tuple[Finding, Recommendation]]:
