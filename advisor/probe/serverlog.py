@@ -294,17 +294,9 @@ class _Scan:
         if "blocks" in line:
             self._blocks(line)
         if "GiB" in line and ("KV" in line or "kv_cache" in line):
-            for pattern in _KV_MEMORY:
-                match = pattern.search(line)
-                if match:
-                    self.lines["kv_cache_memory_gib"] = float(match.group(1))
-                    break
+            self._first_gib(line, _KV_MEMORY, "kv_cache_memory_gib")
         if "GiB" in line and ("Free memory on device" in line or "total_gpu_memory" in line):
-            for pattern in _GPU_TOTAL:
-                match = pattern.search(line)
-                if match:
-                    self.lines["gpu_memory_total_gib"] = float(match.group(1))
-                    break
+            self._first_gib(line, _GPU_TOTAL, "gpu_memory_total_gib")
         if "Using " in line and "backend" in line:
             match = _ATTENTION.search(line)
             if match:
@@ -361,6 +353,14 @@ class _Scan:
         if match.group("version"):
             self.lines["engine_version"] = match.group("version")
         self.config = _parse_key_values(match.group("config"))
+
+    def _first_gib(self, line: str, patterns: tuple[re.Pattern[str], ...], key: str) -> None:
+        """The first of ``patterns`` (vLLM's wordings across releases) that reads a GiB figure in ``line``."""
+        for pattern in patterns:
+            match = pattern.search(line)
+            if match:
+                self.lines[key] = float(match.group(1))
+                return
 
     def _kv_size(self, line: str) -> None:
         size = _KV_SIZE.search(line)
