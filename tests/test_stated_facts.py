@@ -601,6 +601,10 @@ def test_a_rate_written_number_last_in_chinese_is_read(text, speed):
     # not the typical first token's: a percentile, another latency, figures "respectively" to several loads
     ("TTFT p99 20s, p50 2s", None, None),
     ("TTFT is fine but TPOT 80 ms", None, None),
+    # a target is not what was seen
+    ("TTFT SLO is 2 s", None, None),
+    ("TTFT 要求 1 秒以内，现在 5 秒", None, None),
+    ("首 token 时间的目标是 2 秒", None, None),
     ("并发 10 和 50 时首 token 分别是 1 秒和 8 秒", None, None),
     ("TTFT is 1 s and 8 s at 10 and 50 users respectively", None, None),
     ("并发 10 和 50 时首 token 8 秒", None, None),

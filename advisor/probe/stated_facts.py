@@ -569,6 +569,8 @@ _TTFT = re.compile(
 #: Between the latency word and its figure: another latency or a percentile's name makes the figure not
 #: the typical first token's ("TTFT is fine but TPOT 80 ms", "TTFT p99 20 s")
 _TTFT_OTHER = re.compile(r"tpot|itl|e2e|end[-\s]to[-\s]end|decode|tok|p9\d|max|最大|尾|解码|生成", re.IGNORECASE)
+_TTFT_GOAL = re.compile(r"\b(?:slo|sla|target|goal|requirement|budget|under|below|within|less than|at most)\b|要求|目标|期望|希望|需要|不超过|控制在|低于|小于", re.IGNORECASE)
+_TTFT_GOAL_AFTER = re.compile(r"\s*(?:以内|以下|之内)")
 _RESPECTIVELY = re.compile(r"\s*(?:分别|各自)|[^。.]{0,30}\brespectively\b", re.IGNORECASE)
 #: "TTFT went from 200 ms to 15 s": the figure it came to
 _TTFT_TO = re.compile(r"\s*(?:to|->|→|=>|(?:降|升|涨|增加|减少|缩短|变|提高|下降)?(?:到|至|为)|变成)\s*(?:about\s+|约)?(\d+(?:\.\d+)?)\s*(?:多|余)?\s*(ms|毫秒|milliseconds?|s|secs?|seconds?|秒)(?![A-Za-z])", re.IGNORECASE)
@@ -584,6 +586,8 @@ def _stated_ttft(text: str, loads: list[tuple[int, int]]) -> tuple[float | None,
     says one request alone, else the words' only client count."""
     found = []  # (ms, client count or None)
     for m in _TTFT.finditer(text):
+        if _TTFT_GOAL.search(m.group("gap")) or _TTFT_GOAL_AFTER.match(text, m.end()):
+            continue  # "TTFT SLO is 2 s", "首 token 时间的目标是 2 秒", "要求 1 秒以内": a target, not what was seen
         if _TTFT_OTHER.search(m.group("gap")) or _RESPECTIVELY.search(m.group("gap")) or _RESPECTIVELY.match(text, m.end()):
             continue  # "分别是 1 秒和 8 秒", "1 s and 8 s respectively": which goes with which load is not this reader's to guess
         later = _TTFT_TO.match(text, m.end())
