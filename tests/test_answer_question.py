@@ -545,3 +545,10 @@ def test_a_change_the_model_predicts_a_net_loss_goes_last_and_says_so():
     changes = md.split("## 建议的修改")[1].split("## 说明")[0].strip().splitlines()
     budget = next(line for line in changes if "--max-num-batched-tokens 512" in line)
     assert budget == changes[-1] and "模型预测在这个负载下没有帮助：调小每步 token 预算" in budget
+
+
+def test_a_stated_time_to_first_token_of_one_request_alone_is_set_beside_the_models_at_one_client():
+    """One request alone: the model's figure at that load is one prompt's prefill and intake, so no word of
+    waiting behind other requests nor of a load left unsimulated."""
+    opening = Session(kb=False).answer("Llama-3.1-8B-Instruct on one A100, 2K prompts, single request TTFT is 3 seconds. Why so slow?").answer.markdown.split("\n\n")[1]
+    assert opening.startswith("Your time to first token at c=1: 3,000 ms (as you state), 24.5x the performance model's 122 ms")

@@ -318,8 +318,9 @@ def _stated_ttft(inputs: DiagnosisInputs) -> MeasuredTTFT | None:
     alone = engine.first_token_alone_ms(inputs.input_len)
     if not alone or alone <= 0:
         return None
-    # a load the model did not simulate (no output length): the figure beside one prompt alone's, its load said
-    return MeasuredTTFT(load=f"c={clients}" if clients else None, alone=True, median_ms=said.ttft_ms, predicted_median_ms=round(alone, 1), stated=True, input_len=inputs.input_len)
+    # one request alone: the model's figure at that load is this one; a load the model did not simulate (no
+    # output length), or none given: the figure beside one prompt alone's, its load said where given
+    return MeasuredTTFT(load=f"c={clients}" if clients else None, alone=clients != 1, median_ms=said.ttft_ms, predicted_median_ms=round(alone, 1), stated=True, input_len=inputs.input_len)
 
 
 def weights_exceed(inputs: DiagnosisInputs) -> WeightsExceed | None:
