@@ -552,3 +552,11 @@ def test_a_stated_time_to_first_token_of_one_request_alone_is_set_beside_the_mod
     waiting behind other requests nor of a load left unsimulated."""
     opening = Session(kb=False).answer("Llama-3.1-8B-Instruct on one A100, 2K prompts, single request TTFT is 3 seconds. Why so slow?").answer.markdown.split("\n\n")[1]
     assert opening.startswith("Your time to first token at c=1: 3,000 ms (as you state), 24.5x the performance model's 122 ms")
+
+
+
+def test_a_planned_deployment_whose_weights_cannot_fit_is_not_told_its_figures_come_from_elsewhere():
+    """A plan states no measured speed (a reviewer's find: "Can I get the first token in 2 seconds?" opened with
+    "what serves your figures is not what is described")."""
+    result = Session(kb=False).answer("Planning: Llama-3.1-70B in bf16 on one H100. Can I get the first token in 2 seconds?")
+    assert result.diagnosis.weights_exceed is None

@@ -330,11 +330,14 @@ def weights_exceed(inputs: DiagnosisInputs) -> WeightsExceed | None:
     them is not this deployment; and even were it, one request could not decode faster than the GPU reads
     its weights. None otherwise, or where files were attached (their own figures and notes speak)."""
     engine = inputs.engine
-    if engine is None or not inputs.stated.reports_figures or inputs.measured or inputs.server_logs or inputs.metrics_windows:
-        return None
+    stated = inputs.stated.single_tok_s or inputs.stated.request_tok_s
+    if engine is None or not stated or inputs.measured or inputs.server_logs or inputs.metrics_windows:
+        return None  # a speed measured on the server, not a plan ("can I get the first token in 2 s?")
+    if engine.model.num_experts or inputs.engine_args.cpu_offload_gb:
+        return None  # experts read in part each token, or weights offloaded on purpose: the ceiling here is not theirs
     mem, gpu = engine.memory, engine.gpu
     if mem.weights_gib <= gpu.memory_gib:
         return None
     ceiling = gpu.mem_bandwidth_gbs * 1e9 / (mem.weights_gib * 2**30)
     return WeightsExceed(weights_gib=round(mem.weights_gib, 1), gpu_gib=round(gpu.memory_gib, 1), ceiling_tok_s=round(ceiling, 1),
-                         stated_tok_s=inputs.stated.single_tok_s or inputs.stated.request_tok_s)
+                         stated_tok_s=stated)

@@ -227,7 +227,6 @@ _OWNER_KIND = {"输入": "input", "提示词": "input", "上下文": "input", "p
 _NUMBER_FIRST_PAIR = r"(\d+(?:[.,]\d+)*)\s*[kK万千]?\s*(?:tokens?)?\s*(?:个|的)?\s*(输入|提示词|输出|生成|并发)"
 _NUMBER_FIRST = re.compile(r"(?:" + _NUMBER_FIRST_PAIR + r"\s*[,，、]?\s*){2,}", re.IGNORECASE)
 _PAIR = re.compile(_NUMBER_FIRST_PAIR, re.IGNORECASE)
-_WORD_BEFORE = re.compile(r"(?:输入|提示词|输出|生成|并发)(?:数|度|量|长度)?\s*(?:为|是|约|[:：=])?\s*$")
 
 
 @functools.lru_cache(maxsize=64)
@@ -235,8 +234,8 @@ def _number_first(text: str) -> dict[int, str]:
     """Start of each number in a number-first chain -> the kind of the word after it."""
     out = {}
     for chain in _NUMBER_FIRST.finditer(text):
-        if _WORD_BEFORE.search(text, 0, chain.start()):
-            continue
+        if _OWNER.search(text[max(0, chain.start() - 24) : chain.start()]):
+            continue  # the chain's first number is the word's before it ("输入大约 3000 输出 300 并发 64"): keyword-first
         for pair in _PAIR.finditer(text, chain.start(), chain.end()):
             out[pair.start(1)] = _kind(pair.group(2))
     return out
@@ -569,6 +568,7 @@ _TTFT = re.compile(
 #: Between the latency word and its figure: another latency or a percentile's name makes the figure not
 #: the typical first token's ("TTFT is fine but TPOT 80 ms", "TTFT p99 20 s")
 _TTFT_OTHER = re.compile(r"tpot|itl|e2e|end[-\s]to[-\s]end|decode|tok|p9\d|max|最大|尾|解码|生成", re.IGNORECASE)
+_TTFT_TAIL_BEFORE = re.compile(r"(?:p9\d(?:\.\d+)?|\bmax(?:imum)?|worst(?:[- ]case)?|最长|最大|最慢)\s*$", re.IGNORECASE)
 _TTFT_GOAL = re.compile(r"\b(?:slo|sla|target|goal|requirement|budget|under|below|within|less than|at most)\b|要求|目标|期望|希望|需要|不超过|控制在|低于|小于", re.IGNORECASE)
 _TTFT_GOAL_AFTER = re.compile(r"\s*(?:以内|以下|之内)")
 _RESPECTIVELY = re.compile(r"\s*(?:分别|各自)|[^。.]{0,30}\brespectively\b", re.IGNORECASE)
@@ -586,6 +586,8 @@ def _stated_ttft(text: str, loads: list[tuple[int, int]]) -> tuple[float | None,
     says one request alone, else the words' only client count."""
     found = []  # (ms, client count or None)
     for m in _TTFT.finditer(text):
+        if _TTFT_TAIL_BEFORE.search(text[max(0, m.start() - 12) : m.start()]):
+            continue  # "p99 TTFT is 20 s", "max TTFT": a tail, not the typical first token
         if _TTFT_GOAL.search(m.group("gap")) or _TTFT_GOAL_AFTER.match(text, m.end()):
             continue  # "TTFT SLO is 2 s", "首 token 时间的目标是 2 秒", "要求 1 秒以内": a target, not what was seen
         if _TTFT_OTHER.search(m.group("gap")) or _RESPECTIVELY.search(m.group("gap")) or _RESPECTIVELY.match(text, m.end()):
