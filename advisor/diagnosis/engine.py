@@ -284,8 +284,12 @@ def _throughput_after(result) -> float | None:
 def felt_moves(result) -> set[bool]:
     """Which way the felt figures moved by more than FELT_MOVE at the load points modelled: True for a
     figure that got better, False for one that got worse (empty: none moved)."""
-    return {bool(d.better) for p in result.points for d in p.deltas
-            if d.figure in FELT_FIGURES and d.ratio is not None and abs(d.ratio - 1.0) > FELT_MOVE}
+    return {bool(d.better) for d in _felt_deltas(result)}
+
+
+def _felt_deltas(result) -> list:
+    """The felt figures' deltas that moved by more than FELT_MOVE at the load points modelled."""
+    return [d for p in result.points for d in p.deltas if d.figure in FELT_FIGURES and d.ratio is not None and abs(d.ratio - 1.0) > FELT_MOVE]
 
 
 #: A felt figure made worse by this many times (in log terms) the best gain of another is a net loss at
@@ -298,8 +302,7 @@ def predicted_worse(result) -> bool:
     """Every felt figure no better and at least one worse (a reviewer's find: two replicas were
     advised with the model's own prediction of 2,280 -> 1,919 tok/s beside them), or a felt figure made
     NET_LOSS times worse than the best gain of another."""
-    moves = [(bool(d.better), abs(math.log(d.ratio))) for p in result.points for d in p.deltas
-             if d.figure in FELT_FIGURES and d.ratio and abs(d.ratio - 1.0) > FELT_MOVE]
+    moves = [(bool(d.better), abs(math.log(d.ratio))) for d in _felt_deltas(result) if d.ratio]
     worst = max((m for better, m in moves if not better), default=0.0)
     best = max((m for better, m in moves if better), default=0.0)
     return worst > 0 and worst >= NET_LOSS * best
@@ -452,7 +455,7 @@ def diagnosis_notes(inputs: DiagnosisInputs) -> list[Msg]:
         if summary.get("num_snapshots") == 1 and engines and all(_idle_reading(eng) for eng in engines):
             # one dump taken while nothing ran (a new user's find: used without a word, the answer guessed)
             out.append(msg("note.metrics_idle", source=(summary.get("source") or "/metrics").split("/")[-1]))
-        if any(eng.get("gauges_missed_load") for eng in summary.get("engines", [])):
+        if any(eng.get("gauges_missed_load") for eng in engines):
             out.append(msg("note.gauges_missed_load", source=summary.get("source") or "/metrics", snapshots=summary.get("num_snapshots") or 0))
     skipped = list(getattr(inputs, "skipped", []) or [])
     for note in skipped:  # typed by the gatherer: worded here, not copied from its English line

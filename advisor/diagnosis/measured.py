@@ -11,7 +11,7 @@ from ..schema.message import msg, q, q_time
 from ..schema.notes import PASTED_SOURCE
 from .board import Board
 from .inputs import DiagnosisInputs
-from .report_facts import KV_FULL_PCT, RANDOM_PROMPT_HITS_PCT, SHARED_PREFIX_WORDS, budget_throttled, kv_ruled_out, kv_seen_with_room, max_num_seqs_in_effect, portable_attention_here, prefix_hit_rates, words_say
+from .report_facts import KV_FULL_PCT, RANDOM_PROMPT_HITS_PCT, SHARED_PREFIX_WORDS, budget_throttled, kv_ruled_out, max_num_seqs_in_effect, portable_attention_here, prefix_hit_rates, words_say
 
 
 def detect_measured(inputs: DiagnosisInputs, board: Board) -> None:
@@ -53,7 +53,7 @@ def _logged_kv_fit(inputs: DiagnosisInputs, board: Board) -> None:
     set below vLLM's default is named with what the same GPU holds at the default, from the log's own
     figures: the KV memory grows by the difference of the fractions times the card's memory."""
     from ..perf.defaults import default_gpu_memory_utilization
-    from .report_facts import highest_concurrency
+    from .report_facts import clients_beyond_fit
     from .setting_cost import ESTABLISHING_GAIN
 
     logs = [log for log in inputs.server_logs if log.kv_cache_tokens]
@@ -62,9 +62,8 @@ def _logged_kv_fit(inputs: DiagnosisInputs, board: Board) -> None:
     log = logs[0]
     length = inputs.input_len + (inputs.output_len or 0)
     fit = log.kv_cache_tokens / length
-    clients = highest_concurrency(inputs)
-    seqs = max_num_seqs_in_effect(inputs)
-    if not clients or fit < 1 or clients <= 1.1 * fit or kv_seen_with_room(inputs) or (seqs and clients > seqs):
+    clients = clients_beyond_fit(inputs, fit)
+    if clients is None:
         return
     src = log.source.split("/")[-1]
     ev = _file(msg("ev.kv_capacity"), float(log.kv_cache_tokens), "tokens", where=src, origin="log")

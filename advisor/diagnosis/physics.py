@@ -67,10 +67,11 @@ def _kv_not_one(inputs: DiagnosisInputs, board: Board) -> None:
     if not inputs.input_len or mem.kv_cache_tokens <= 0 or not inputs.deployment.is_vllm:
         return
     length = inputs.input_len + (inputs.output_len or 0)
-    if mem.requests_that_fit(length) >= 1:
+    fit = mem.requests_that_fit(length)
+    if fit >= 1:
         return
     ev = _model(msg("ev.kv_capacity"), float(mem.kv_cache_tokens), "tokens",
-                msg("detail.kv_capacity", per_token=q(mem.kv_bytes_per_token_at(length) / 1024, "KiB"), fit=q(mem.requests_that_fit(length), "requests"), length=q(length, "tokens")))
+                msg("detail.kv_capacity", per_token=q(mem.kv_bytes_per_token_at(length) / 1024, "KiB"), fit=q(fit, "requests"), length=q(length, "tokens")))
     board.add("kv_capacity", 3.0, ev, reason=msg(
         "reason.kv_not_one", length=q(length, "tokens"), per_request=q(mem.request_kv_bytes(length) / 2**30, "GiB"),
         weights=q(round(mem.weights_gib, 1), "GiB"), tokens=q(mem.kv_cache_tokens, "tokens"),
@@ -144,17 +145,11 @@ def _kv_fit_unsimulated(inputs: DiagnosisInputs, board: Board, length: int, fit:
     on a cache of 93,216 tokens: 11 run, 37 wait; a new user's find, the answer opened with an 0.2 s
     prefill for a 16 s TTFT). The length is the prompt's alone when no output length is known: at
     least that much, so at most that many fit."""
-    from .report_facts import highest_concurrency, kv_seen_with_room, max_num_seqs_in_effect
+    from .report_facts import clients_beyond_fit
 
     mem = inputs.engine.memory
-    clients = highest_concurrency(inputs)
-    if not clients or clients <= 1.1 * fit or fit < 1 or not inputs.deployment.is_vllm:
-        # fewer than one fits: the memory model misjudges a server that ran; another engine sizes its cache its own way
-        return
-    if kv_seen_with_room(inputs):  # the server's own readings saw room (a reviewer's find: "Running: 48, Waiting: 0")
-        return
-    seqs = max_num_seqs_in_effect(inputs)
-    if seqs and clients > seqs:  # beyond the scheduler's cap the load is a burst or a flood: max_num_seqs' own rule speaks
+    clients = clients_beyond_fit(inputs, fit)
+    if clients is None or not inputs.deployment.is_vllm:  # another engine sizes its cache its own way
         return
     kv_ev = _model(
         msg("ev.kv_capacity"), float(mem.kv_cache_tokens), "tokens",
@@ -485,7 +480,6 @@ def _chunked_prefill(inputs: DiagnosisInputs, board: Board) -> None:
         if share < 0.15 or mixed < 3 * dec:
             continue
         budget = inputs.engine.config.max_num_batched_tokens
-        smaller = max(512, budget // 4)
         whole = inputs.engine.config.enable_chunked_prefill is False  # each prompt in one step; no smaller budget below a prompt
         board.add(
             "chunked_prefill_interference",
@@ -496,13 +490,7 @@ def _chunked_prefill(inputs: DiagnosisInputs, board: Board) -> None:
                 "reason.unchunked_prefill" if whole else "reason.chunked_prefill", input=q(inputs.input_len, "tokens"), budget=q(budget, "tokens"),
                 mixed=q(round(mixed), "ms"), dec=q(round(dec), "ms"), load=run.load_label, share=q(round(100 * share), "%"),
             ),
-            recommendation=None if whole else Recommendation(
-                change=msg("rec.smaller_budget", tokens=smaller),
-                flag=f"--max-num-batched-tokens {smaller}",
-                whatif=[f"max_num_batched_tokens={smaller}"],
-                cost=msg("cost.smaller_budget"),
-                verify="histogram_quantile(0.99, sum by (le) (rate(vllm:inter_token_latency_seconds_bucket[5m])))",
-            ),
+            recommendation=None if whole else _smaller_budget(budget),
         )
         return
 
@@ -529,17 +517,22 @@ def _chunked_prefill_unsimulated(inputs: DiagnosisInputs, board: Board) -> None:
     if not dec or dec <= 0 or mixed < 3 * dec:
         return
     chunks = -(-length // budget)
-    smaller = max(512, budget // 4)
     board.add(
         "chunked_prefill_interference",
         2.0,
         _model(msg("ev.prefill_step"), round(mixed, 1), "ms", msg("detail.vs_decode_step", dec=q(dec, "ms"))),
         reason=msg("reason.chunked_prefill_stall", input=q(length, "tokens"), budget=q(budget, "tokens"), chunks=chunks,
                    mixed=q(round(mixed), "ms"), dec=q(round(dec, 1), "ms"), running=q(running, "requests")),
-        recommendation=Recommendation(
-            change=msg("rec.smaller_budget", tokens=smaller), flag=f"--max-num-batched-tokens {smaller}", whatif=[f"max_num_batched_tokens={smaller}"],
-            cost=msg("cost.smaller_budget"), verify="histogram_quantile(0.99, sum by (le) (rate(vllm:inter_token_latency_seconds_bucket[5m])))",
-        ),
+        recommendation=_smaller_budget(budget),
+    )
+
+
+def _smaller_budget(budget: int) -> Recommendation:
+    """A quarter of the step budget (512 at least): each chunk's stall shorter, the prompt in more steps."""
+    smaller = max(512, budget // 4)
+    return Recommendation(
+        change=msg("rec.smaller_budget", tokens=smaller), flag=f"--max-num-batched-tokens {smaller}", whatif=[f"max_num_batched_tokens={smaller}"],
+        cost=msg("cost.smaller_budget"), verify="histogram_quantile(0.99, sum by (le) (rate(vllm:inter_token_latency_seconds_bucket[5m])))",
     )
 
 

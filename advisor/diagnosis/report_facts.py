@@ -501,6 +501,18 @@ def budget_throttled(inputs: DiagnosisInputs) -> ServerKV | None:
     return admission_throttled(inputs) if budget and budget < SMALL_STEP_BUDGET else None
 
 
+def clients_beyond_fit(inputs: DiagnosisInputs, fit: float) -> int | None:
+    """The client count where it is beyond ``fit`` requests of the KV cache and nothing says otherwise: at
+    least one fits (fewer: the memory model misjudges a server that ran), no reading of the server saw room
+    (a reviewer's find: "Running: 48, Waiting: 0"), and within max_num_seqs (beyond the scheduler's cap the
+    load is a burst or a flood: max_num_seqs' own rule speaks). None otherwise."""
+    clients = highest_concurrency(inputs)
+    if not clients or fit < 1 or clients <= 1.1 * fit or kv_seen_with_room(inputs):
+        return None
+    seqs = max_num_seqs_in_effect(inputs)
+    return None if seqs and clients > seqs else clients
+
+
 def kv_seen_with_room(inputs: DiagnosisInputs) -> bool:
     """The server's readings never saw its KV cache full, nor a request preempted, nor one waiting
     while fewer than max_num_seqs ran (readings miss the cache's peaks between steps: a real run of

@@ -626,11 +626,7 @@ _SHARED_PREFIX = re.compile(
 
 def _shared_prefix(text: str) -> int | None:
     """The length of the prefix the words say every prompt shares (two different ones: none)."""
-    found = []
-    for m in _SHARED_PREFIX.finditer(text):
-        number, scale = next((m.group(i), m.group(i + 1)) for i in range(1, (m.re.groups or 0) + 1, 2) if m.group(i) is not None)
-        found.append(_tokens(number, scale or None))
-    return _one(found)
+    return _one([_tokens(*_pair(m)) for m in _SHARED_PREFIX.finditer(text)])
 
 
 def read_stated_facts(text: str | None) -> StatedFacts:
